@@ -1,0 +1,77 @@
+// Elementwise ops with broadcasting of b, scaling and activations.
+//   add: da = dy, db = reduce(dy)        sub: da = dy, db = -reduce(dy)
+//   mul: da = dy * b, db = reduce(dy * a)  div: da = dy / b, db = -reduce(dy * a / b^2)
+// where reduce sums a broadcast grad back to b's shape.
+#include "autograd/checks.h"
+#include "autograd/functional.h"
+#include "tensor/tensor_math.h"
+
+namespace fuselab {
+namespace {
+
+using math::Activation;
+using math::BinaryOp;
+
+Tensor binary_op(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
+  check(a.defined() && b.defined(), name, ": undefined tensor argument");
+  const bool cuda_add = op == BinaryOp::Add && a.device().is_cuda();
+  if (!cuda_add) {
+    check_floating_cpu(name, a);
+    check_floating_cpu(name, b);
+  }
+  const math::Broadcast broadcast = math::broadcast_kind(name, a, b);
+  Tensor out = math::binary(op, a, b);
+  return record(name, {a, b}, out, [op, a, b, broadcast](const auto& grads, const auto& needs) {
+    const Tensor& dy = grads[0];
+    Tensor da, db;
+    switch (op) {
+      case BinaryOp::Add:
+        da = dy;
+        if (needs[1]) db = math::sum_to(dy, broadcast, b.shape());
+        break;
+      case BinaryOp::Sub:
+        da = dy;
+        if (needs[1]) db = math::scaled(math::sum_to(dy, broadcast, b.shape()), -1);
+        break;
+      case BinaryOp::Mul:
+        if (needs[0]) da = math::binary(BinaryOp::Mul, dy, b);
+        if (needs[1]) db = math::sum_to(math::binary(BinaryOp::Mul, dy, a), broadcast, b.shape());
+        break;
+      case BinaryOp::Div:
+        if (needs[0]) da = math::binary(BinaryOp::Div, dy, b);
+        if (needs[1]) {
+          const Tensor y_over_b = math::binary(BinaryOp::Div, math::binary(BinaryOp::Div, a, b), b);
+          db = math::scaled(math::sum_to(math::binary(BinaryOp::Mul, dy, y_over_b), broadcast, b.shape()), -1);
+        }
+        break;
+    }
+    return std::vector<Tensor>{needs[0] ? da : Tensor(), db};
+  });
+}
+
+Tensor activation_op(const char* name, Activation act, const Tensor& x) {
+  check_floating_cpu(name, x);
+  return record(name, {x}, math::activation(act, x), [act, x](const auto& grads, const auto&) {
+    return std::vector<Tensor>{math::activation_backward(act, x, grads[0])};
+  });
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary_op("add", BinaryOp::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary_op("sub", BinaryOp::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_op("mul", BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary_op("div", BinaryOp::Div, a, b); }
+
+Tensor scale(const Tensor& x, double alpha) {
+  check_floating_cpu("scale", x);
+  return record("scale", {x}, math::scaled(x, alpha), [alpha](const auto& grads, const auto&) {
+    return std::vector<Tensor>{math::scaled(grads[0], alpha)};
+  });
+}
+
+Tensor relu(const Tensor& x) { return activation_op("relu", Activation::ReLU, x); }
+Tensor gelu(const Tensor& x) { return activation_op("gelu", Activation::GELU, x); }
+Tensor silu(const Tensor& x) { return activation_op("silu", Activation::SiLU, x); }
+
+}  // namespace fuselab

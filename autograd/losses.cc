@@ -1,0 +1,105 @@
+// Softmax, log-softmax and the losses. The math is in kernels/cpu/softmax.h.
+//   mse = mean (p - t)^2:  dp = 2 (p - t) g / n,  dt = -dp
+#include "autograd/checks.h"
+#include "autograd/functional.h"
+#include "kernels/cpu/softmax.h"
+#include "tensor/dispatch.h"
+#include "tensor/factories.h"
+#include "tensor/tensor_math.h"
+
+namespace fuselab {
+namespace {
+
+namespace cpu = kernels::cpu;
+
+// Calls kernel(zero-of-T, out, rows, cols) with out shaped like x, viewed as [rows, last dim].
+template <class Kernel>
+Tensor rowwise(const char* name, const Tensor& x, Kernel&& kernel) {
+  Tensor out = empty_like(x);
+  dispatch_floating(x.dtype(), name, [&](auto zero) { kernel(zero, out, math::rows_of(x), x.size(-1)); });
+  return out;
+}
+
+Tensor softmax_like(const char* name, const Tensor& x, bool log) {
+  check_floating_cpu(name, x);
+  check(x.dim() >= 1, name, ": needs at least one dim, got shape ", x.shape());
+  Tensor y = rowwise(name, x, [&](auto zero, Tensor& out, int64_t rows, int64_t cols) {
+    using T = decltype(zero);
+    if (log) cpu::log_softmax_forward<T>(x.data<T>(), out.data<T>(), rows, cols);
+    else cpu::softmax_forward<T>(x.data<T>(), out.data<T>(), rows, cols);
+  });
+  return record(name, {x}, y, [name, y = y.detach(), log](const auto& grads, const auto&) {
+    const Tensor& dy = grads[0];
+    return std::vector<Tensor>{rowwise(name, y, [&](auto zero, Tensor& dx, int64_t rows, int64_t cols) {
+      using T = decltype(zero);
+      if (log) cpu::log_softmax_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), rows, cols);
+      else cpu::softmax_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), rows, cols);
+    })};
+  });
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x) { return softmax_like("softmax", x, false); }
+Tensor log_softmax(const Tensor& x) { return softmax_like("log_softmax", x, true); }
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_index) {
+  check_floating_cpu("cross_entropy", logits);
+  check(labels.defined() && labels.dtype() == DType::Int64 && labels.device() == logits.device(),
+        "cross_entropy: labels must be int64 on ", logits.device(), ", got ",
+        labels.defined() ? dtype_name(labels.dtype()) : "undefined");
+  check(logits.dim() == 2 && labels.dim() == 1 && labels.size(0) == logits.size(0),
+        "cross_entropy: logits ", logits.shape(), " and labels ", labels.shape(),
+        " must be [N, C] and [N]");
+  const int64_t rows = logits.size(0), cols = logits.size(1);
+  int64_t counted = 0;
+  for (int64_t label : labels.to_vector<int64_t>()) {
+    if (label == ignore_index) continue;
+    check(0 <= label && label < cols, "cross_entropy: label ", label, " out of range for ", cols,
+          " classes (logits ", logits.shape(), ")");
+    ++counted;
+  }
+  Tensor lse = empty({rows}, logits.dtype());
+  Tensor loss = empty({}, logits.dtype());
+  dispatch_floating(logits.dtype(), "cross_entropy", [&](auto zero) {
+    using T = decltype(zero);
+    const double total = cpu::cross_entropy_forward<T>(logits.data<T>(), labels.data<int64_t>(), lse.data<T>(),
+                                                       rows, cols, ignore_index);
+    loss.data<T>()[0] = T(counted ? total / double(counted) : 0.0);
+  });
+  return record("cross_entropy", {logits, labels}, loss,
+                [logits, labels, lse, counted, ignore_index, rows, cols](const auto& grads, const auto&) {
+                  Tensor dx = empty_like(logits);
+                  dispatch_floating(logits.dtype(), "cross_entropy", [&](auto zero) {
+                    using T = decltype(zero);
+                    const T g = T(grads[0].item() / double(counted ? counted : 1));
+                    cpu::cross_entropy_backward<T>(logits.data<T>(), labels.data<int64_t>(), lse.data<T>(), g,
+                                                   dx.data<T>(), rows, cols, ignore_index);
+                  });
+                  return std::vector<Tensor>{dx, Tensor()};
+                });
+}
+
+Tensor mse(const Tensor& prediction, const Tensor& target) {
+  check_floating_cpu("mse", prediction);
+  check_floating_cpu("mse", target);
+  check_same_dtype_device("mse", prediction, target);
+  check(prediction.shape() == target.shape(), "mse: prediction ", prediction.shape(), " and target ",
+        target.shape(), " must have the same shape");
+  const Tensor diff = math::binary(math::BinaryOp::Sub, prediction, target);
+  const double n = double(diff.numel() ? diff.numel() : 1);
+  Tensor loss = full({}, 0, prediction.dtype());
+  dispatch_floating(diff.dtype(), "mse", [&](auto zero) {
+    using T = decltype(zero);
+    const T* d = diff.data<T>();
+    double total = 0;
+    for (int64_t i = 0; i < diff.numel(); ++i) total += double(d[i]) * double(d[i]);
+    loss.data<T>()[0] = T(total / n);
+  });
+  return record("mse", {prediction, target}, loss, [diff, n](const auto& grads, const auto& needs) {
+    const Tensor dp = math::scaled(diff, 2.0 * grads[0].item() / n);
+    return std::vector<Tensor>{needs[0] ? dp : Tensor(), needs[1] ? math::scaled(dp, -1) : Tensor()};
+  });
+}
+
+}  // namespace fuselab

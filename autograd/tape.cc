@@ -1,0 +1,162 @@
+#include "autograd/tape.h"
+
+#include <atomic>
+
+#include "autograd/grad_mode.h"
+#include "tensor/factories.h"
+#include "tensor/tensor_math.h"
+
+namespace fuselab {
+namespace {
+
+thread_local bool grad_enabled = true;
+thread_local Tape* installed_tape = nullptr;
+
+// Returns a + b in a new tensor; both have the same shape, dtype and device.
+Tensor sum_of(const Tensor& a, const Tensor& b) {
+  Tensor result = a.clone();
+  math::add_(result, b);
+  return result;
+}
+
+// A leaf's grad is the user's to modify in place, so it never aliases a grad another tensor holds.
+void accumulate_leaf(std::shared_ptr<TensorImpl>& grad, const Tensor& update) {
+  grad = (grad ? sum_of(Tensor(grad), update) : update.clone()).impl_ptr();
+}
+
+// Grads in flight are never modified in place, so the first one can be kept without a copy.
+void accumulate_pending(std::shared_ptr<TensorImpl>& grad, const Tensor& update) {
+  grad = grad ? sum_of(Tensor(grad), update).impl_ptr() : update.impl_ptr();
+}
+
+}  // namespace
+
+bool is_grad_enabled() { return grad_enabled; }
+void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
+
+Tape::Tape() {
+  static std::atomic<uint64_t> next_id{1};
+  id_ = next_id++;
+}
+
+Tape& current_tape() {
+  thread_local Tape thread_tape;
+  return installed_tape ? *installed_tape : thread_tape;
+}
+
+TapeScope::TapeScope(Tape& tape) : previous_(installed_tape) { installed_tape = &tape; }
+TapeScope::~TapeScope() { installed_tape = previous_; }
+
+void Tape::check_same_graph(const std::string& op, const Tensor& t) const {
+  const AutogradMeta* meta = t.impl().autograd_meta.get();
+  if (!meta) return;
+  check(meta->tape_id == id_, op, ": a tensor of shape ", t.shape(), " was recorded on another tape");
+  check(meta->generation == generation_, op, ": a tensor of shape ", t.shape(),
+        " belongs to a graph that an earlier backward() already freed");
+}
+
+void Tape::record(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                  BackwardFn backward) {
+  Node node{std::move(op), {}, {}, std::move(backward)};
+  for (const Tensor& input : inputs) {
+    GradSink sink;
+    if (input.defined()) {
+      check_same_graph(node.op, input);
+      sink.needs_grad = input.requires_grad();
+      sink.shape = input.shape();
+      if (sink.needs_grad) {
+        if (input.is_leaf()) sink.leaf = input.impl_ptr();
+        else sink.meta = input.impl().autograd_meta;
+      }
+    }
+    node.inputs.push_back(std::move(sink));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].defined()) {
+      node.output_shapes.emplace_back();
+      continue;
+    }
+    TensorImpl& impl = outputs[i].impl();
+    check(!impl.autograd_meta, node.op, ": output ", i, " was already recorded by another call");
+    impl.requires_grad = is_floating(impl.dtype);
+    impl.autograd_meta = std::make_shared<AutogradMeta>(AutogradMeta{id_, generation_, nodes_.size(), i});
+    node.output_shapes.push_back(impl.shape);
+  }
+  nodes_.push_back(std::move(node));
+}
+
+void Tape::clear() {
+  nodes_.clear();
+  ++generation_;
+}
+
+void Tape::backward(const Tensor& root, const Tensor& grad_root) {
+  check(root.defined() && root.requires_grad(), "backward: the tensor",
+        root.defined() ? " of shape " : "", root.defined() ? root.shape() : Shape{},
+        " does not require grad (no input of the calls that made it requires grad)");
+  Tensor seed = grad_root;
+  if (!seed.defined()) {
+    check(root.numel() == 1, "backward: the root has shape ", root.shape(),
+          "; backward on a non-scalar needs a gradient of the same shape");
+    seed = ones(root.shape(), root.dtype(), root.device());
+  }
+  check(seed.shape() == root.shape() && seed.dtype() == root.dtype(), "backward: gradient of shape ",
+        seed.shape(), " ", seed.dtype(), " for a root of shape ", root.shape(), " ", root.dtype());
+  if (root.is_leaf()) {
+    accumulate_leaf(root.impl().grad, seed);
+    return;
+  }
+  check_same_graph("backward", root);
+
+  const AutogradMeta& root_meta = *root.impl().autograd_meta;
+  std::vector<std::vector<std::shared_ptr<TensorImpl>>> pending(nodes_.size());
+  pending[root_meta.node].resize(nodes_[root_meta.node].output_shapes.size());
+  pending[root_meta.node][root_meta.output] = seed.impl_ptr();
+
+  for (size_t i = root_meta.node + 1; i-- > 0;) {
+    Node& node = nodes_[i];
+    if (pending[i].empty()) continue;
+    std::vector<Tensor> grad_outputs(node.output_shapes.size());
+    for (size_t o = 0; o < pending[i].size(); ++o) grad_outputs[o] = Tensor(pending[i][o]);
+    std::vector<bool> needs(node.inputs.size());
+    for (size_t k = 0; k < needs.size(); ++k) needs[k] = node.inputs[k].needs_grad;
+
+    std::vector<Tensor> grads = node.backward(grad_outputs, needs);
+    node.backward = nullptr;  // frees what the call saved
+    pending[i].clear();
+    check(grads.size() == node.inputs.size(), node.op, " backward returned ", grads.size(),
+          " grads for ", node.inputs.size(), " inputs");
+
+    for (size_t k = 0; k < grads.size(); ++k) {
+      const GradSink& sink = node.inputs[k];
+      if (!sink.needs_grad || !grads[k].defined()) continue;
+      check(grads[k].shape() == sink.shape, node.op, " backward: grad of input ", k, " has shape ",
+            grads[k].shape(), ", expected ", sink.shape);
+      if (sink.leaf) {
+        accumulate_leaf(sink.leaf->grad, grads[k]);
+      } else {
+        auto& slots = pending[sink.meta->node];
+        slots.resize(nodes_[sink.meta->node].output_shapes.size());
+        accumulate_pending(slots[sink.meta->output], grads[k]);
+      }
+    }
+  }
+  clear();
+}
+
+bool should_record(const std::vector<Tensor>& inputs) {
+  if (!is_grad_enabled()) return false;
+  for (const Tensor& t : inputs) {
+    if (t.defined() && t.requires_grad()) return true;
+  }
+  return false;
+}
+
+Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward) {
+  if (should_record(inputs)) current_tape().record(std::move(op), inputs, {output}, std::move(backward));
+  return output;
+}
+
+void backward(const Tensor& root, const Tensor& grad_root) { current_tape().backward(root, grad_root); }
+
+}  // namespace fuselab

@@ -1,0 +1,65 @@
+#include "kernels/cpu/bias_activation.h"
+
+#include <vector>
+
+#include "kernels/cpu/threading.h"
+
+namespace fuselab::kernels::cpu {
+
+template <class T>
+void bias_activation_forward(Activation act, const T* bias, T* y, T* pre, int64_t rows, int64_t cols) {
+  with_activation(act, [&](auto math) {
+#pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
+    for (int64_t r = 0; r < rows; ++r) {
+      T* yr = y + r * cols;
+      T* prer = pre ? pre + r * cols : nullptr;
+      for (int64_t c = 0; c < cols; ++c) {
+        const T z = yr[c] + bias[c];
+        if (prer) prer[c] = z;
+        yr[c] = math.forward(z);
+      }
+    }
+  });
+}
+
+template <class T>
+void add_bias(const T* bias, T* y, int64_t rows, int64_t cols) {
+#pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    T* yr = y + r * cols;
+    for (int64_t c = 0; c < cols; ++c) yr[c] += bias[c];
+  }
+}
+
+template <class T>
+void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre, T* dbias, int64_t rows,
+                              int64_t cols) {
+  with_activation(act, [&](auto math) {
+    std::vector<T> total(dbias ? cols : 0, T(0));
+#pragma omp parallel if (rows * cols > kParallelGrain)
+    {
+      std::vector<T> partial(dbias ? cols : 0, T(0));
+#pragma omp for schedule(static) nowait
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) {
+          const T g = dy[r * cols + c] * math.grad(pre[r * cols + c]);
+          dpre[r * cols + c] = g;
+          if (dbias) partial[c] += g;
+        }
+      }
+#pragma omp critical
+      for (int64_t c = 0; dbias && c < cols; ++c) total[c] += partial[c];
+    }
+    for (int64_t c = 0; dbias && c < cols; ++c) dbias[c] += total[c];
+  });
+}
+
+#define FUSELAB_INSTANTIATE(T)                                                                          \
+  template void bias_activation_forward<T>(Activation, const T*, T*, T*, int64_t, int64_t);             \
+  template void add_bias<T>(const T*, T*, int64_t, int64_t);                                            \
+  template void activation_bias_backward<T>(Activation, const T*, const T*, T*, T*, int64_t, int64_t);
+FUSELAB_INSTANTIATE(float)
+FUSELAB_INSTANTIATE(double)
+#undef FUSELAB_INSTANTIATE
+
+}  // namespace fuselab::kernels::cpu

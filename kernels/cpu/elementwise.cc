@@ -1,0 +1,133 @@
+#include "kernels/cpu/elementwise.h"
+
+#include <omp.h>
+
+#include <vector>
+
+#include "kernels/cpu/threading.h"
+
+namespace fuselab::kernels::cpu {
+namespace {
+
+template <class T, class F>
+void for_each_row(int64_t rows, int64_t cols, F&& body) {
+#pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain && rows > 1)
+  for (int64_t r = 0; r < rows; ++r) body(r);
+}
+
+template <class T, class Op>
+void binary_with(Op op, const T* a, const T* b, T* out, int64_t rows, int64_t cols, Broadcast broadcast) {
+  for_each_row<T>(rows, cols, [&](int64_t r) {
+    const T* ar = a + r * cols;
+    T* outr = out + r * cols;
+    if (broadcast == Broadcast::Scalar) {
+      const T s = b[0];
+      for (int64_t c = 0; c < cols; ++c) outr[c] = op(ar[c], s);
+    } else {
+      const T* br = broadcast == Broadcast::Row ? b : b + r * cols;
+      for (int64_t c = 0; c < cols; ++c) outr[c] = op(ar[c], br[c]);
+    }
+  });
+}
+
+}  // namespace
+
+template <class T>
+void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t cols, Broadcast broadcast) {
+  switch (op) {
+    case BinaryOp::Add: return binary_with<T>([](T x, T y) { return x + y; }, a, b, out, rows, cols, broadcast);
+    case BinaryOp::Sub: return binary_with<T>([](T x, T y) { return x - y; }, a, b, out, rows, cols, broadcast);
+    case BinaryOp::Mul: return binary_with<T>([](T x, T y) { return x * y; }, a, b, out, rows, cols, broadcast);
+    case BinaryOp::Div: return binary_with<T>([](T x, T y) { return x / y; }, a, b, out, rows, cols, broadcast);
+  }
+}
+
+template <class T>
+void scale(const T* x, T alpha, T* out, int64_t n) {
+#pragma omp parallel for simd if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) out[i] = alpha * x[i];
+}
+
+template <class T>
+void axpy(T alpha, const T* x, T* y, int64_t n) {
+#pragma omp parallel for simd if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+template <class T>
+T sum_all(const T* x, int64_t n) {
+  // Double accumulation keeps float32 sums of millions of terms accurate.
+  double total = 0;
+#pragma omp parallel for simd reduction(+ : total) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) total += double(x[i]);
+  return T(total);
+}
+
+template <class T>
+void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, bool accumulate) {
+  // Each thread sums a block of rows into its own partial, then the partials are added.
+  std::vector<T> total(cols, T(0));
+#pragma omp parallel if (rows * cols > kParallelGrain)
+  {
+    std::vector<T> partial(cols, T(0));
+#pragma omp for schedule(static) nowait
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* xr = x + r * cols;
+      for (int64_t c = 0; c < cols; ++c) partial[c] += xr[c];
+    }
+#pragma omp critical
+    for (int64_t c = 0; c < cols; ++c) total[c] += partial[c];
+  }
+  for (int64_t c = 0; c < cols; ++c) out[c] = accumulate ? out[c] + total[c] : total[c];
+}
+
+template <class T>
+void sum_cols(const T* x, int64_t rows, int64_t cols, T* out) {
+  for_each_row<T>(rows, cols, [&](int64_t r) {
+    T total = 0;
+    for (int64_t c = 0; c < cols; ++c) total += x[r * cols + c];
+    out[r] = total;
+  });
+}
+
+template <class T>
+void activation_forward(Activation act, const T* x, T* y, int64_t n) {
+  with_activation(act, [&](auto math) {
+#pragma omp parallel for simd if (n > kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) y[i] = math.forward(x[i]);
+  });
+}
+
+template <class T>
+void activation_backward(Activation act, const T* x, const T* dy, T* dx, int64_t n) {
+  with_activation(act, [&](auto math) {
+#pragma omp parallel for simd if (n > kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * math.grad(x[i]);
+  });
+}
+
+template <class T>
+void transpose(const T* x, T* out, int64_t batch, int64_t rows, int64_t cols) {
+  for (int64_t b = 0; b < batch; ++b) {
+    const T* xb = x + b * rows * cols;
+    T* ob = out + b * rows * cols;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) ob[j * rows + i] = xb[i * cols + j];
+  }
+}
+
+#define FUSELAB_INSTANTIATE(T)                                                                   \
+  template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast);        \
+  template void scale<T>(const T*, T, T*, int64_t);                                              \
+  template void axpy<T>(T, const T*, T*, int64_t);                                               \
+  template T sum_all<T>(const T*, int64_t);                                                      \
+  template void sum_rows<T>(const T*, int64_t, int64_t, T*, bool);                               \
+  template void sum_cols<T>(const T*, int64_t, int64_t, T*);                                     \
+  template void activation_forward<T>(Activation, const T*, T*, int64_t);                        \
+  template void activation_backward<T>(Activation, const T*, const T*, T*, int64_t);             \
+  template void transpose<T>(const T*, T*, int64_t, int64_t, int64_t);
+FUSELAB_INSTANTIATE(float)
+FUSELAB_INSTANTIATE(double)
+#undef FUSELAB_INSTANTIATE
+
+}  // namespace fuselab::kernels::cpu

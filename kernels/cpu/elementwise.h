@@ -1,0 +1,51 @@
+// Elementwise kernels over contiguous buffers, and the reductions their gradients need.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cpu/activation_math.h"
+
+namespace fuselab::kernels::cpu {
+
+enum class BinaryOp { Add, Sub, Mul, Div };
+
+// How b lines up with a, which is [rows, cols]: the same shape, one row of [cols], or a scalar.
+enum class Broadcast { None, Row, Scalar };
+
+// out = a (op) b, elementwise.
+template <class T>
+void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t cols, Broadcast broadcast);
+
+// out = alpha * x
+template <class T>
+void scale(const T* x, T alpha, T* out, int64_t n);
+
+// y += alpha * x
+template <class T>
+void axpy(T alpha, const T* x, T* y, int64_t n);
+
+// out = sum over all n elements
+template <class T>
+T sum_all(const T* x, int64_t n);
+
+// out[c] (+)= sum_r x[r, c]: the gradient of a broadcast row (a bias grad).
+template <class T>
+void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, bool accumulate);
+
+// out[r] = sum_c x[r, c]
+template <class T>
+void sum_cols(const T* x, int64_t rows, int64_t cols, T* out);
+
+// y = act(x)
+template <class T>
+void activation_forward(Activation act, const T* x, T* y, int64_t n);
+
+// dx = dy * act'(x)
+template <class T>
+void activation_backward(Activation act, const T* x, const T* dy, T* dx, int64_t n);
+
+// out[b, j, i] = x[b, i, j] for x of [batch, rows, cols]
+template <class T>
+void transpose(const T* x, T* out, int64_t batch, int64_t rows, int64_t cols);
+
+}  // namespace fuselab::kernels::cpu

@@ -1,0 +1,119 @@
+#include "kernels/cpu/norms.h"
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/threading.h"
+
+namespace fuselab::kernels::cpu {
+namespace {
+
+// Runs row(r, dw_partial, db_partial) over all rows in parallel, each thread accumulating the
+// weight (and bias) grads of its rows privately; the partials are then added into dw and db.
+template <class T, class Row>
+void rows_with_param_grads(int64_t rows, int64_t cols, T* dw, T* db, Row&& row) {
+#pragma omp parallel if (rows * cols > kParallelGrain)
+  {
+    std::vector<T> dw_partial(dw ? cols : 0, T(0)), db_partial(db ? cols : 0, T(0));
+#pragma omp for schedule(static) nowait
+    for (int64_t r = 0; r < rows; ++r) row(r, dw_partial.data(), db_partial.data());
+#pragma omp critical
+    {
+      for (int64_t c = 0; dw && c < cols; ++c) dw[c] += dw_partial[c];
+      for (int64_t c = 0; db && c < cols; ++c) db[c] += db_partial[c];
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void rmsnorm_forward(const T* x, const T* w, T* y, T* rstd, int64_t rows, int64_t cols, T eps) {
+#pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    T sum_sq = 0;
+    for (int64_t c = 0; c < cols; ++c) sum_sq += xr[c] * xr[c];
+    const T s = T(1) / std::sqrt(sum_sq / T(cols) + eps);
+    rstd[r] = s;
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = xr[c] * s * w[c];
+  }
+}
+
+template <class T>
+void rmsnorm_backward(const T* x, const T* w, const T* rstd, const T* dy, const T* residual_grad, T* dx,
+                      T* dw, int64_t rows, int64_t cols) {
+  rows_with_param_grads<T>(rows, cols, dw, nullptr, [&](int64_t r, T* dw_partial, T*) {
+    const T* xr = x + r * cols;
+    const T* dyr = dy + r * cols;
+    const T s = rstd[r];
+    T dot = 0;  // sum_j g_j xhat_j
+    for (int64_t c = 0; c < cols; ++c) dot += dyr[c] * w[c] * xr[c] * s;
+    const T mean_dot = dot / T(cols);
+    if (dx) {
+      T* dxr = dx + r * cols;
+      const T* rgr = residual_grad ? residual_grad + r * cols : nullptr;
+      for (int64_t c = 0; c < cols; ++c) {
+        const T value = s * (dyr[c] * w[c] - xr[c] * s * mean_dot);
+        dxr[c] = rgr ? value + rgr[c] : value;
+      }
+    }
+    if (dw) {
+      for (int64_t c = 0; c < cols; ++c) dw_partial[c] += dyr[c] * xr[c] * s;
+    }
+  });
+}
+
+template <class T>
+void layernorm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows,
+                       int64_t cols, T eps) {
+#pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    T total = 0;
+    for (int64_t c = 0; c < cols; ++c) total += xr[c];
+    const T mu = total / T(cols);
+    T var = 0;
+    for (int64_t c = 0; c < cols; ++c) var += (xr[c] - mu) * (xr[c] - mu);
+    const T s = T(1) / std::sqrt(var / T(cols) + eps);
+    mean[r] = mu;
+    rstd[r] = s;
+    for (int64_t c = 0; c < cols; ++c) y[r * cols + c] = (xr[c] - mu) * s * w[c] + b[c];
+  }
+}
+
+template <class T>
+void layernorm_backward(const T* x, const T* w, const T* mean, const T* rstd, const T* dy, T* dx, T* dw,
+                        T* db, int64_t rows, int64_t cols) {
+  rows_with_param_grads<T>(rows, cols, dw, db, [&](int64_t r, T* dw_partial, T* db_partial) {
+    const T* xr = x + r * cols;
+    const T* dyr = dy + r * cols;
+    const T mu = mean[r], s = rstd[r];
+    T sum_g = 0, sum_g_xhat = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const T g = dyr[c] * w[c];
+      sum_g += g;
+      sum_g_xhat += g * (xr[c] - mu) * s;
+    }
+    const T mean_g = sum_g / T(cols), mean_g_xhat = sum_g_xhat / T(cols);
+    for (int64_t c = 0; c < cols; ++c) {
+      const T xhat = (xr[c] - mu) * s;
+      if (dx) dx[r * cols + c] = s * (dyr[c] * w[c] - mean_g - xhat * mean_g_xhat);
+      if (dw) dw_partial[c] += dyr[c] * xhat;
+      if (db) db_partial[c] += dyr[c];
+    }
+  });
+}
+
+#define FUSELAB_INSTANTIATE(T)                                                                        \
+  template void rmsnorm_forward<T>(const T*, const T*, T*, T*, int64_t, int64_t, T);                  \
+  template void rmsnorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, int64_t, \
+                                    int64_t);                                                         \
+  template void layernorm_forward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, T);  \
+  template void layernorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*,   \
+                                      int64_t, int64_t);
+FUSELAB_INSTANTIATE(float)
+FUSELAB_INSTANTIATE(double)
+#undef FUSELAB_INSTANTIATE
+
+}  // namespace fuselab::kernels::cpu

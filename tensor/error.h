@@ -1,0 +1,31 @@
+// fuselab::Error, the one exception type for user mistakes, and helpers that build its message.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "tensor/shape.h"  // operator<< for shapes in messages
+
+namespace fuselab {
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Throws Error whose message is the parts streamed one after another.
+template <class... Parts>
+[[noreturn]] void fail(const Parts&... parts) {
+  std::ostringstream message;
+  (message << ... << parts);
+  throw Error(message.str());
+}
+
+// The parts are only formatted when the check fails.
+template <class... Parts>
+void check(bool ok, const Parts&... parts) {
+  if (!ok) fail(parts...);
+}
+
+}  // namespace fuselab

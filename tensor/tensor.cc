@@ -1,0 +1,185 @@
+#include "tensor/tensor.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "kernels/cuda/device_api.h"
+#include "tensor/allocator.h"
+#include "tensor/dispatch.h"
+
+namespace fuselab {
+
+Storage::Storage(size_t bytes, Device device)
+    : data_(CachingAllocator::of(device).allocate(bytes)), bytes_(bytes), device_(device) {}
+
+Storage::~Storage() { CachingAllocator::of(device_).deallocate(data_, bytes_); }
+
+TensorImpl& Tensor::impl() const {
+  check(impl_ != nullptr, "use of an undefined Tensor");
+  return *impl_;
+}
+
+int64_t Tensor::size(int64_t d) const {
+  const int64_t wrapped = d < 0 ? d + dim() : d;
+  check(wrapped >= 0 && wrapped < dim(), "size(", d, ") of a tensor of shape ", shape());
+  return shape()[wrapped];
+}
+
+void* Tensor::raw_data() const {
+  return static_cast<char*>(impl().storage->data()) + impl().offset * dtype_size(dtype());
+}
+
+Tensor Tensor::view(Shape new_shape) const {
+  int64_t known = 1, inferred = -1;
+  for (size_t i = 0; i < new_shape.size(); ++i) {
+    if (new_shape[i] == -1) {
+      check(inferred < 0, "view: more than one -1 in ", new_shape);
+      inferred = int64_t(i);
+    } else {
+      check(new_shape[i] >= 0, "view: negative size in ", new_shape);
+      known *= new_shape[i];
+    }
+  }
+  if (inferred >= 0) {
+    check(known > 0 && numel() % known == 0, "view: cannot view shape ", shape(), " as ", new_shape);
+    new_shape[inferred] = numel() / known;
+  }
+  check(fuselab::numel(new_shape) == numel(), "view: cannot view shape ", shape(), " (", numel(),
+        " elements) as ", new_shape);
+  auto impl = std::make_shared<TensorImpl>(TensorImpl{impl_->storage, new_shape, dtype(), impl_->offset});
+  return Tensor(impl);
+}
+
+Tensor Tensor::slice(int64_t start, int64_t end) const {
+  check(dim() >= 1 && 0 <= start && start <= end && end <= shape()[0], "slice(", start, ", ", end,
+        ") of a tensor of shape ", shape());
+  Shape new_shape = shape();
+  new_shape[0] = end - start;
+  const int64_t row = numel() / (shape()[0] ? shape()[0] : 1);
+  auto impl =
+      std::make_shared<TensorImpl>(TensorImpl{impl_->storage, new_shape, dtype(), impl_->offset + start * row});
+  return Tensor(impl);
+}
+
+Tensor Tensor::detach() const {
+  return Tensor(std::make_shared<TensorImpl>(TensorImpl{impl().storage, shape(), dtype(), impl().offset}));
+}
+
+namespace {
+
+Tensor empty_like_on(const Tensor& t, Device device, DType dtype) {
+  const size_t bytes = size_t(t.numel()) * dtype_size(dtype);
+  auto storage = std::make_shared<Storage>(bytes, device);
+  return Tensor(std::make_shared<TensorImpl>(TensorImpl{storage, t.shape(), dtype}));
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t bytes) {
+  namespace cuda = kernels::cuda;
+  if (bytes == 0) return;
+  try {
+    if (dst_device.is_cpu() && src_device.is_cpu()) {
+      std::memcpy(dst, src, bytes);
+    } else if (dst_device.is_cuda() && src_device.is_cpu()) {
+      cuda::copy_host_to_device(dst, src, bytes, dst_device.index);
+    } else if (dst_device.is_cpu()) {
+      cuda::copy_device_to_host(dst, src, bytes, src_device.index);
+    } else {
+      check(dst_device == src_device, "copy between ", src_device, " and ", dst_device,
+            ": go through the cpu");
+      cuda::copy_device_to_device(dst, src, bytes, dst_device.index);
+    }
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail("copy from ", src_device, " to ", dst_device, ": ", e.what());
+  }
+}
+
+}  // namespace
+
+Tensor Tensor::clone() const { return empty_like_on(*this, device(), dtype()).copy_(*this); }
+
+Tensor Tensor::to(Device target) const {
+  if (target == device()) return *this;
+  if (target.is_cuda()) {
+    const int count = kernels::cuda::device_count();
+    check(target.index < count, "to(", target, "): this machine has ", count, " CUDA device(s)");
+  }
+  return empty_like_on(*this, target, dtype()).copy_(*this);
+}
+
+Tensor Tensor::to(DType target) const {
+  if (target == dtype()) return *this;
+  const Tensor source = to(Device::cpu());
+  Tensor result = empty_like_on(source, Device::cpu(), target);
+  dispatch_all(dtype(), "to(dtype)", [&](auto from) {
+    dispatch_all(target, "to(dtype)", [&](auto into) {
+      using From = decltype(from);
+      using Into = decltype(into);
+      const From* src = source.data<From>();
+      Into* dst = result.data<Into>();
+      for (int64_t i = 0; i < source.numel(); ++i) dst[i] = Into(src[i]);
+    });
+  });
+  return result.to(device());
+}
+
+Tensor& Tensor::copy_(const Tensor& source) {
+  check(source.shape() == shape() && source.dtype() == dtype(), "copy_: source ", source.shape(), " ",
+        source.dtype(), " does not match destination ", shape(), " ", dtype());
+  copy_bytes(raw_data(), device(), source.raw_data(), source.device(), nbytes());
+  return *this;
+}
+
+Tensor& Tensor::fill_(double value) {
+  Tensor host = device().is_cpu() ? *this : empty_like_on(*this, Device::cpu(), dtype());
+  dispatch_all(dtype(), "fill_", [&](auto zero) {
+    using T = decltype(zero);
+    T* data = host.data<T>();
+    for (int64_t i = 0; i < numel(); ++i) data[i] = T(value);
+  });
+  if (!device().is_cpu()) copy_(host);
+  return *this;
+}
+
+double Tensor::item() const {
+  check(numel() == 1, "item() needs a one-element tensor, got shape ", shape());
+  double value = 0;
+  dispatch_all(dtype(), "item", [&](auto zero) { value = double(to_vector<decltype(zero)>()[0]); });
+  return value;
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  const Tensor host = to(Device::cpu());
+  const T* data = host.data<T>();
+  return std::vector<T>(data, data + numel());
+}
+template std::vector<float> Tensor::to_vector() const;
+template std::vector<double> Tensor::to_vector() const;
+template std::vector<int64_t> Tensor::to_vector() const;
+
+Tensor& Tensor::set_requires_grad(bool requires_grad) {
+  check(is_leaf(), "set_requires_grad: only leaf tensors can change requires_grad (shape ", shape(), ")");
+  check(!requires_grad || is_floating(dtype()), "set_requires_grad: a ", dtype(),
+        " tensor cannot require grad (shape ", shape(), ")");
+  impl().requires_grad = requires_grad;
+  return *this;
+}
+
+std::string Tensor::str() const {
+  if (!defined()) return "Tensor(undefined)";
+  std::ostringstream os;
+  os << "Tensor(shape=" << shape() << ", dtype=" << dtype() << ", device=" << device() << ", values=[";
+  const int64_t shown = numel() < 8 ? numel() : 8;
+  dispatch_all(dtype(), "print", [&](auto zero) {
+    const auto values = to_vector<decltype(zero)>();
+    for (int64_t i = 0; i < shown; ++i) os << (i ? ", " : "") << values[i];
+  });
+  os << (numel() > shown ? ", ...])" : "])");
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& tensor) { return os << tensor.str(); }
+
+}  // namespace fuselab

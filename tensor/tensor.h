@@ -1,0 +1,108 @@
+// Tensor: a refcounted handle to a contiguous, row-major block of one dtype on one device.
+//
+// Views (view(), slice()) share storage with the tensor they come from. Autograd state lives
+// in the same TensorImpl, but the tensor layer only carries it: autograd/ defines its meaning.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tensor/device.h"
+#include "tensor/dtype.h"
+#include "tensor/error.h"
+#include "tensor/shape.h"
+
+namespace fuselab {
+
+// Memory owned by the device's caching allocator; returned to it on destruction.
+class Storage {
+ public:
+  Storage(size_t bytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  void* data() const { return data_; }
+  size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_;
+  size_t bytes_;
+  Device device_;
+};
+
+struct AutogradMeta;  // defined by autograd/tape.h
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape shape;
+  DType dtype = DType::Float32;
+  int64_t offset = 0;  // in elements
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;              // accumulated by backward() on leaves
+  std::shared_ptr<AutogradMeta> autograd_meta;   // set on tensors produced by a recorded op
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl().shape; }
+  int64_t dim() const { return int64_t(shape().size()); }
+  int64_t size(int64_t dim) const;  // negative counts from the end
+  int64_t numel() const { return fuselab::numel(shape()); }
+  DType dtype() const { return impl().dtype; }
+  Device device() const { return impl().storage->device(); }
+  size_t nbytes() const { return size_t(numel()) * dtype_size(dtype()); }
+
+  void* raw_data() const;
+  template <class T>
+  T* data() const {
+    check(dtype() == dtype_of<T>(), "data<", dtype_name(dtype_of<T>()), ">() on a ", dtype(),
+          " tensor of shape ", shape());
+    return static_cast<T*>(raw_data());
+  }
+
+  // Views sharing storage; not recorded by autograd (use autograd's reshape for that).
+  Tensor view(Shape shape) const;             // one size may be -1
+  Tensor slice(int64_t start, int64_t end) const;  // rows [start, end) of dim 0
+
+  Tensor clone() const;
+  Tensor to(Device device) const;  // the same tensor when already there
+  Tensor to(DType dtype) const;
+  Tensor& copy_(const Tensor& source);  // same shape and dtype, any devices
+  Tensor& fill_(double value);
+  Tensor& zero_() { return fill_(0); }
+
+  double item() const;  // a one-element tensor's value
+  template <class T>
+  std::vector<T> to_vector() const;
+
+  // Autograd flags. requires_grad can only be set on leaves of a floating dtype.
+  bool requires_grad() const { return impl().requires_grad; }
+  Tensor& set_requires_grad(bool requires_grad = true);
+  bool is_leaf() const { return impl().autograd_meta == nullptr; }
+  Tensor grad() const { return Tensor(impl().grad); }
+  void set_grad(const Tensor& grad) { impl().grad = grad.impl_; }
+  void zero_grad() { impl().grad.reset(); }
+
+  // The tensor's data without autograd history: same storage, a leaf.
+  Tensor detach() const;
+
+  bool same(const Tensor& other) const { return impl_ == other.impl_; }
+  TensorImpl& impl() const;
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  std::string str() const;  // shape, dtype, device and the first few values
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& tensor);
+
+}  // namespace fuselab

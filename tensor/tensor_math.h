@@ -1,0 +1,30 @@
+// Untracked math on whole tensors, for forward and backward code in autograd/ and ops/:
+// each allocates its result and calls one kernel. Nothing here records on the tape.
+#pragma once
+
+#include "kernels/cpu/activation_math.h"
+#include "kernels/cpu/elementwise.h"
+#include "tensor/tensor.h"
+
+namespace fuselab::math {
+
+using kernels::cpu::Activation;
+using kernels::cpu::BinaryOp;
+using kernels::cpu::Broadcast;
+
+// How b lines up with a: same shape, a vector over a's last dim, or one element; else throws.
+Broadcast broadcast_kind(const char* op, const Tensor& a, const Tensor& b);
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);  // b as in broadcast_kind
+Tensor scaled(const Tensor& x, double alpha);
+void add_(Tensor& y, const Tensor& x, double alpha = 1);  // y += alpha * x, same shapes
+Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape);  // reduce a broadcast grad
+Tensor activation(Activation act, const Tensor& x);
+Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy);
+
+// y = op(a) * op(b) for 2-D a and b; op is a transpose when the flag says so.
+Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b);
+// Rows of a 2-D-or-more tensor: all dims but the last, flattened.
+int64_t rows_of(const Tensor& x);
+
+}  // namespace fuselab::math

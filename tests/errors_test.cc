@@ -1,0 +1,63 @@
+// Bad input: every shape, dtype and device mismatch throws fuselab::Error naming the op and shapes.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "autograd/functional.h"
+#include "tensor/factories.h"
+
+namespace fuselab {
+namespace {
+
+// Expects call() to throw Error whose message contains every one of `words`.
+void expect_error(const std::function<void()>& call, const std::vector<std::string>& words) {
+  try {
+    call();
+    ADD_FAILURE() << "expected fuselab::Error";
+  } catch (const Error& e) {
+    for (const std::string& word : words) EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+  }
+}
+
+TEST(Errors, ShapeMismatchesNameOpAndShapes) {
+  expect_error([] { matmul(zeros({2, 3}), zeros({4, 5})); }, {"matmul", "[2, 3]", "[4, 5]"});
+  expect_error([] { matmul(zeros({2, 3, 4}), zeros({3, 4, 5})); }, {"matmul", "[2, 3, 4]", "[3, 4, 5]"});
+  expect_error([] { matmul(zeros({3}), zeros({3})); }, {"matmul", "[3]"});
+  expect_error([] { add(zeros({2, 3}), zeros({2})); }, {"add", "[2]", "[2, 3]"});
+  expect_error([] { mul(zeros({2, 3}), zeros({3, 2})); }, {"mul", "[3, 2]", "[2, 3]"});
+  expect_error([] { mse(zeros({2}), zeros({3})); }, {"mse", "[2]", "[3]"});
+  expect_error([] { cross_entropy(zeros({2, 3}), arange(3)); }, {"cross_entropy", "[2, 3]", "[3]"});
+  expect_error([] { cross_entropy(zeros({2, 3}), from_vector<int64_t>({0, 3}, {2})); },
+               {"cross_entropy", "label 3", "3 classes"});
+  expect_error([] { embedding(zeros({4, 2}), from_vector<int64_t>({4}, {1})); }, {"embedding", "id 4", "[4, 2]"});
+  expect_error([] { transpose(zeros({3})); }, {"transpose", "[3]"});
+  expect_error([] { reshape(zeros({2, 3}), {4}); }, {"[2, 3]", "[4]"});
+}
+
+TEST(Errors, DtypeMismatchesNameBothOperands) {
+  expect_error([] { add(zeros({2}), zeros({2}, DType::Float64)); }, {"add", "float32", "float64"});
+  expect_error([] { matmul(zeros({2, 2}), zeros({2, 2}, DType::Float64)); }, {"matmul", "float32", "float64"});
+  expect_error([] { relu(arange(3)); }, {"relu", "int64"});
+  expect_error([] { cross_entropy(zeros({2, 3}), zeros({2})); }, {"cross_entropy", "int64"});
+  expect_error([] { embedding(zeros({4, 2}), zeros({2})); }, {"embedding", "int64"});
+}
+
+TEST(Errors, UndefinedTensorsAreRejected) {
+  expect_error([] { add(Tensor(), zeros({2})); }, {"add", "undefined"});
+  expect_error([] { Tensor().shape(); }, {"undefined"});
+}
+
+TEST(Errors, CudaDeviceRequestsFailCleanlyWithoutAGpu) {
+  // On a GPU machine this is a valid request, which cuda_test covers.
+  if (Device d = Device::cuda(0); true) {
+    try {
+      const Tensor t = zeros({2}).to(d);
+      EXPECT_EQ(t.device(), d);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cuda:0"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fuselab

@@ -1,0 +1,188 @@
+// Every functional op: forward against a naive reference, backward against finite differences.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autograd/functional.h"
+#include "tensor/factories.h"
+#include "tests/gradcheck.h"
+
+namespace fuselab {
+namespace {
+
+using testing::check_gradients;
+using Inputs = std::vector<Tensor>;
+
+constexpr double kGradTolerance = 1e-6;
+
+Tensor random64(const Shape& shape, uint64_t seed, double low = -1, double high = 1) {
+  Generator gen(seed);
+  return uniform(shape, low, high, DType::Float64, &gen);
+}
+
+void expect_gradients(const testing::TensorFunction& f, const Inputs& inputs) {
+  const auto result = check_gradients(f, inputs);
+  EXPECT_LT(result.max_error, kGradTolerance) << result.worst;
+}
+
+void expect_values(const Tensor& actual, const std::vector<double>& expected, double tol = 1e-12) {
+  const auto values = actual.to(DType::Float64).to_vector<double>();
+  ASSERT_EQ(values.size(), expected.size());
+  for (size_t i = 0; i < values.size(); ++i) EXPECT_NEAR(values[i], expected[i], tol) << "element " << i;
+}
+
+TEST(Matmul, MatchesNaiveProduct2dAndBatched) {
+  for (const auto& [a_shape, b_shape] : std::vector<std::pair<Shape, Shape>>{{{3, 4}, {4, 5}}, {{2, 3, 4}, {2, 4, 2}}}) {
+    const Tensor a = random64(a_shape, 1), b = random64(b_shape, 2);
+    const Tensor c = matmul(a, b);
+    const int64_t batch = a.dim() == 3 ? a.size(0) : 1, m = a.size(-2), k = a.size(-1), n = b.size(-1);
+    const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+    std::vector<double> expected;
+    for (int64_t s = 0; s < batch; ++s)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double total = 0;
+          for (int64_t p = 0; p < k; ++p) total += av[s * m * k + i * k + p] * bv[s * k * n + p * n + j];
+          expected.push_back(total);
+        }
+    expect_values(c, expected);
+    expect_gradients([](const Inputs& in) { return matmul(in[0], in[1]); }, {a, b});
+  }
+}
+
+TEST(Matmul, Float32UsesBlasAndAgreesWithFloat64) {
+  const Tensor a = random64({64, 48}, 3), b = random64({48, 32}, 4);
+  expect_values(matmul(a.to(DType::Float32), b.to(DType::Float32)), matmul(a, b).to_vector<double>(), 1e-5);
+}
+
+TEST(Transpose, SwapsLastTwoDims) {
+  const Tensor x = from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor t = transpose(x);
+  EXPECT_EQ(t.shape(), (Shape{3, 2}));
+  expect_values(t, {1, 4, 2, 5, 3, 6});
+  expect_gradients([](const Inputs& in) { return transpose(in[0]); }, {random64({2, 3, 4}, 5)});
+}
+
+struct BinaryCase {
+  const char* name;
+  Tensor (*op)(const Tensor&, const Tensor&);
+  double (*reference)(double, double);
+};
+
+TEST(Binary, ForwardAndGradientsForEveryBroadcast) {
+  const BinaryCase cases[] = {
+      {"add", add, [](double a, double b) { return a + b; }},
+      {"sub", sub, [](double a, double b) { return a - b; }},
+      {"mul", mul, [](double a, double b) { return a * b; }},
+      {"div", div, [](double a, double b) { return a / b; }},
+  };
+  const Tensor a = random64({3, 4}, 6);
+  for (const BinaryCase& c : cases) {
+    for (const Shape& b_shape : {Shape{3, 4}, Shape{4}, Shape{}, Shape{1}}) {
+      SCOPED_TRACE(std::string(c.name) + " with b of rank " + std::to_string(b_shape.size()));
+      const Tensor b = random64(b_shape, 7, 0.5, 1.5);  // away from 0 for div
+      const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+      std::vector<double> expected;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        const double bi = b.numel() == 1 ? bv[0] : b.dim() == 1 ? bv[i % 4] : bv[i];
+        expected.push_back(c.reference(av[i], bi));
+      }
+      expect_values(c.op(a, b), expected);
+      expect_gradients([&](const Inputs& in) { return c.op(in[0], in[1]); }, {a, b});
+    }
+  }
+}
+
+TEST(Scale, MultipliesByConstant) {
+  const Tensor x = random64({5}, 8);
+  auto expected = x.to_vector<double>();
+  for (double& v : expected) v *= -2.5;
+  expect_values(scale(x, -2.5), expected);
+  expect_gradients([](const Inputs& in) { return scale(in[0], -2.5); }, {x});
+}
+
+TEST(Reductions, SumMeanAllAndLastDim) {
+  const Tensor x = from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  expect_values(sum(x), {21});
+  expect_values(mean(x), {3.5});
+  expect_values(sum_last_dim(x), {6, 15});
+  expect_values(mean_last_dim(x), {2, 5});
+  const Tensor r = random64({2, 3, 4}, 9);
+  expect_gradients([](const Inputs& in) { return sum(in[0]); }, {r});
+  expect_gradients([](const Inputs& in) { return mean(in[0]); }, {r});
+  expect_gradients([](const Inputs& in) { return sum_last_dim(in[0]); }, {r});
+  expect_gradients([](const Inputs& in) { return mean_last_dim(in[0]); }, {r});
+}
+
+TEST(Reshape, KeepsValuesAndRoutesGradients) {
+  const Tensor x = random64({2, 6}, 10);
+  const Tensor y = reshape(x, {3, -1});
+  EXPECT_EQ(y.shape(), (Shape{3, 4}));
+  expect_values(y, x.to_vector<double>());
+  expect_gradients([](const Inputs& in) { return mul(reshape(in[0], {4, 3}), reshape(in[0], {4, 3})); }, {x});
+}
+
+TEST(Activations, MatchFormulasAndGradients) {
+  const Tensor x = random64({4, 5}, 11, -3, 3);
+  const auto xv = x.to_vector<double>();
+  std::vector<double> r, g, s;
+  for (double v : xv) {
+    r.push_back(v > 0 ? v : 0);
+    g.push_back(0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+    s.push_back(v / (1 + std::exp(-v)));
+  }
+  expect_values(relu(x), r);
+  expect_values(gelu(x), g);
+  expect_values(silu(x), s);
+  expect_gradients([](const Inputs& in) { return relu(in[0]); }, {x});
+  expect_gradients([](const Inputs& in) { return gelu(in[0]); }, {x});
+  expect_gradients([](const Inputs& in) { return silu(in[0]); }, {x});
+}
+
+TEST(Softmax, RowsSumToOneAndMatchExp) {
+  const Tensor x = random64({3, 5}, 12, -4, 4);
+  const auto xv = x.to_vector<double>();
+  std::vector<double> sm, lsm;
+  for (int r = 0; r < 3; ++r) {
+    double total = 0;
+    for (int j = 0; j < 5; ++j) total += std::exp(xv[r * 5 + j]);
+    for (int j = 0; j < 5; ++j) {
+      sm.push_back(std::exp(xv[r * 5 + j]) / total);
+      lsm.push_back(xv[r * 5 + j] - std::log(total));
+    }
+  }
+  expect_values(softmax(x), sm);
+  expect_values(log_softmax(x), lsm);
+  expect_gradients([](const Inputs& in) { return softmax(in[0]); }, {x});
+  expect_gradients([](const Inputs& in) { return log_softmax(in[0]); }, {x});
+}
+
+TEST(CrossEntropy, MeanNegativeLogLikelihoodWithIgnoreIndex) {
+  const Tensor logits = random64({4, 3}, 13, -2, 2);
+  const Tensor labels = from_vector<int64_t>({2, -100, 0, 1}, {4});
+  const auto lsm = log_softmax(logits).to_vector<double>();
+  expect_values(cross_entropy(logits, labels), {-(lsm[0 * 3 + 2] + lsm[2 * 3 + 0] + lsm[3 * 3 + 1]) / 3});
+  expect_gradients([&](const Inputs& in) { return cross_entropy(in[0], in[1]); }, {logits, labels});
+}
+
+TEST(Mse, MeanSquaredDifference) {
+  const Tensor p = from_vector<double>({1, 2, 3}, {3}), t = from_vector<double>({1, 0, 5}, {3});
+  expect_values(mse(p, t), {(0 + 4 + 4) / 3.0});
+  expect_gradients([](const Inputs& in) { return mse(in[0], in[1]); }, {random64({2, 3}, 14), random64({2, 3}, 15)});
+}
+
+TEST(Embedding, GathersRowsAndScatterAddsGradients) {
+  const Tensor table = random64({5, 3}, 16);
+  const Tensor ids = from_vector<int64_t>({4, 0, 4, 2}, {2, 2});
+  const Tensor out = embedding(table, ids);
+  EXPECT_EQ(out.shape(), (Shape{2, 2, 3}));
+  const auto tv = table.to_vector<double>();
+  std::vector<double> expected;
+  for (int64_t id : {4, 0, 4, 2})
+    for (int j = 0; j < 3; ++j) expected.push_back(tv[id * 3 + j]);
+  expect_values(out, expected);
+  expect_gradients([&](const Inputs& in) { return embedding(in[0], in[1]); }, {table, ids});  // id 4 twice
+}
+
+}  // namespace
+}  // namespace fuselab

@@ -1,0 +1,131 @@
+// Tape semantics: what is recorded, where grads go, and what backward() refuses.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "autograd/functional.h"
+#include "tensor/factories.h"
+
+namespace fuselab {
+namespace {
+
+Tensor leaf(std::vector<double> values) {
+  Tensor t = from_vector<double>(values, {int64_t(values.size())});
+  t.set_requires_grad(true);
+  return t;
+}
+
+TEST(Tape, RecordsOnlyWhenAnInputRequiresGrad) {
+  Tape tape;
+  TapeScope scope(tape);
+  const Tensor a = from_vector<double>({1, 2}, {2});
+  add(a, a);
+  EXPECT_EQ(tape.size(), 0u);
+  const Tensor b = leaf({1, 2});
+  const Tensor c = add(a, b);
+  EXPECT_EQ(tape.size(), 1u);
+  EXPECT_TRUE(c.requires_grad());
+  EXPECT_FALSE(c.is_leaf());
+}
+
+TEST(Tape, AccumulatesWhenATensorIsUsedTwice) {
+  const Tensor x = leaf({3, -2});
+  backward(sum(mul(x, x)));  // d/dx sum x^2 = 2x
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{6, -4}));
+}
+
+TEST(Tape, GradsAccumulateAcrossBackwardCallsUntilZeroed) {
+  const Tensor x = leaf({1, 2});
+  backward(sum(scale(x, 3)));
+  backward(sum(scale(x, 3)));
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{6, 6}));
+  Tensor(x).zero_grad();
+  EXPECT_FALSE(x.grad().defined());
+}
+
+TEST(Tape, OnlyLeavesReceiveGrad) {
+  const Tensor x = leaf({1, 2});
+  const Tensor h = scale(x, 2);
+  backward(sum(h));
+  EXPECT_TRUE(x.grad().defined());
+  EXPECT_FALSE(h.grad().defined());
+}
+
+TEST(Tape, NoGradGuardStopsRecordingAndRestores) {
+  Tape tape;
+  TapeScope scope(tape);
+  const Tensor x = leaf({1, 2});
+  {
+    NoGradGuard guard;
+    const Tensor y = scale(x, 2);
+    EXPECT_FALSE(y.requires_grad());
+    EXPECT_EQ(tape.size(), 0u);
+  }
+  EXPECT_TRUE(is_grad_enabled());
+  EXPECT_TRUE(scale(x, 2).requires_grad());
+}
+
+TEST(Tape, BackwardFreesSavedStateAndClearsTheTape) {
+  Tape tape;
+  TapeScope scope(tape);
+  const Tensor x = leaf({1, 2});
+  const Tensor loss = sum(mul(x, x));
+  EXPECT_EQ(tape.size(), 2u);
+  backward(loss);
+  EXPECT_EQ(tape.size(), 0u);
+}
+
+TEST(Tape, SecondBackwardOverFreedGraphThrows) {
+  const Tensor x = leaf({1, 2});
+  const Tensor loss = sum(mul(x, x));
+  backward(loss);
+  try {
+    backward(loss);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("already freed"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Tape, NonScalarRootNeedsAGradient) {
+  const Tensor x = leaf({1, 2});
+  const Tensor y = scale(x, 2);
+  EXPECT_THROW(backward(y), Error);
+  backward(y, from_vector<double>({1, 10}, {2}));
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 20}));
+}
+
+TEST(Tape, RootThatDoesNotRequireGradThrows) {
+  EXPECT_THROW(backward(sum(from_vector<double>({1}, {1}))), Error);
+}
+
+TEST(Tape, TensorFromAnotherTapeIsRejected) {
+  Tape other;
+  Tensor y;
+  const Tensor x = leaf({1, 2});
+  {
+    TapeScope scope(other);
+    y = sum(scale(x, 2));
+  }
+  EXPECT_THROW(backward(y), Error);           // this thread's tape did not record y
+  EXPECT_THROW(scale(y, 2), Error);           // nor can it record ops on it
+  TapeScope scope(other);
+  backward(y);
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 2}));
+}
+
+TEST(Tape, EachThreadHasItsOwnTape) {
+  const Tensor x = leaf({1, 2});
+  Tensor y = sum(x);
+  std::thread([&] { EXPECT_THROW(backward(y), Error); }).join();
+  backward(y);
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{1, 1}));
+}
+
+TEST(Tape, IntegerTensorsCannotRequireGrad) {
+  Tensor ids = arange(3);
+  EXPECT_THROW(ids.set_requires_grad(true), Error);
+}
+
+}  // namespace
+}  // namespace fuselab
