@@ -1,0 +1,314 @@
+#include "fuser/operation_fuser.h"
+
+#include "autograd/grad_mode.h"
+#include "autograd/tape.h"
+#include "tensor/factories.h"
+#include "tensor/tensor_math.h"
+
+namespace fuselab {
+
+std::string describe_list(const OpList& ops) {
+  std::string text = "[";
+  for (size_t i = 0; i < ops.size(); ++i) text += (i ? ", " : "") + ops[i]->describe();
+  return text + "]";
+}
+
+namespace {
+
+OpList as_op_list(const std::vector<std::shared_ptr<BasicOp>>& ops) { return OpList(ops.begin(), ops.end()); }
+
+std::string names(const std::vector<std::shared_ptr<BasicOp>>& ops) {
+  std::string text = "[";
+  for (size_t i = 0; i < ops.size(); ++i) text += (i ? ", " : "") + ops[i]->name();
+  return text + "]";
+}
+
+}  // namespace
+
+OperationFuser::OperationFuser(std::vector<std::shared_ptr<BasicOp>> ops) {
+  ChannelPlan plan = ChannelPlan::build(ops);
+  program_ = std::make_shared<const Program>(Program{std::move(ops), std::move(plan)});
+}
+
+IndexedOpList OperationFuser::check_cover(const OpList& ops, const std::string& fusion, const char* pass,
+                                          const std::vector<Pass>& required) const {
+  const auto& expected = program_->ops;
+  IndexedOpList indexed{ops, {}};
+  std::vector<std::shared_ptr<BasicOp>> flat;
+  for (const auto& op : ops) {
+    check(op != nullptr, "fusion function '", fusion, "' (", pass, " pass) returned a null op");
+    std::vector<size_t> cover;
+    for (const auto& basic : op->basic_ops()) {
+      cover.push_back(flat.size());
+      flat.push_back(basic);
+    }
+    check(!cover.empty(), "fusion function '", fusion, "' (", pass, " pass) returned ", op->describe(),
+          ", which covers no basic op");
+    for (Pass p : required) {
+      check(op->implements(p), "fusion function '", fusion, "' placed ", op->describe(), " in the ", pass,
+            " list, but it does not implement the ", p == Pass::Forward ? "forward" : "backward", " pass");
+    }
+    indexed.covers.push_back(std::move(cover));
+  }
+  bool same = flat.size() == expected.size();
+  for (size_t i = 0; same && i < flat.size(); ++i) same = flat[i] == expected[i];
+  check(same, "fusion function '", fusion, "' (", pass,
+        " pass) must return the same basic ops in the same order: expected ", names(expected), ", got ", names(flat));
+  return indexed;
+}
+
+FusedLists OperationFuser::fuse_lists(const FusionFacts& facts) const {
+  const FusionSnapshot snapshot = fusion_snapshot();
+  auto apply = [&](OpList ops, const std::vector<RegisteredFusion>& fusions, const char* pass,
+                   const std::vector<Pass>& required) {
+    IndexedOpList indexed = check_cover(ops, "(none)", pass, required);
+    for (const RegisteredFusion& fusion : fusions) {
+      OpList fused;
+      try {
+        fused = fusion.fn(indexed.ops, facts);
+      } catch (const Error& e) {
+        fail("fusion function '", fusion.name, "' (", pass, " pass) failed: ", e.what());
+      }
+      indexed = check_cover(fused, fusion.name, pass, required);
+    }
+    return indexed;
+  };
+  const IndexedOpList joint =
+      apply(as_op_list(program_->ops), snapshot.joint, "joint", {Pass::Forward, Pass::Backward});
+  return {apply(joint.ops, snapshot.forward, "forward", {Pass::Forward}),
+          apply(joint.ops, snapshot.backward, "backward", {Pass::Backward})};
+}
+
+std::shared_ptr<const FusedLists> OperationFuser::lists(const FusionFacts& facts, bool fuse) {
+  const uint64_t generation = fusion_snapshot().generation;
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  last_facts_ = facts;
+  const bool hit = cache_key_ && cache_key_->facts == facts && cache_key_->fuse == fuse &&
+                   (!fuse || cache_key_->generation == generation);
+  if (!hit) {
+    if (fuse) {
+      cache_ = std::make_shared<const FusedLists>(fuse_lists(facts));
+    } else {
+      const IndexedOpList basic = check_cover(as_op_list(program_->ops), "(fusion off)", "unfused", {});
+      cache_ = std::make_shared<const FusedLists>(FusedLists{basic, basic});
+    }
+    cache_key_ = std::make_unique<CacheKey>(CacheKey{generation, facts, fuse});
+  }
+  return cache_;
+}
+
+std::optional<FusionFacts> OperationFuser::last_facts() {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  return last_facts_;
+}
+
+// What one call keeps for its backward: the lists it ran with, one context per basic op, and
+// the shapes needed to stand in zeros for grads nobody produced.
+struct OperationFuser::CallState {
+  std::shared_ptr<const Program> program;
+  std::shared_ptr<const FusedLists> lists;
+  std::vector<OpContext> ctxs;
+  std::vector<std::vector<Shape>> extra_output_shapes;
+  Shape output_shape;
+  DType dtype;
+};
+
+SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tensor>& extra_inputs, bool training,
+                                     bool fuse) {
+  const auto& ops = program_->ops;
+  const ChannelPlan& plan = program_->plan;
+  check(input.defined(), "Sequential: undefined input");
+  check(int(extra_inputs.size()) == plan.num_caller_inputs, "Sequential: expected ", plan.num_caller_inputs,
+        " extra input(s) for the ops' unbound extra-input slots, got ", extra_inputs.size());
+  std::vector<Tensor> node_inputs{input};
+  node_inputs.insert(node_inputs.end(), extra_inputs.begin(), extra_inputs.end());
+  for (const auto& op : ops) node_inputs.insert(node_inputs.end(), op->parameters().begin(), op->parameters().end());
+  const bool record = should_record(node_inputs);
+
+  DType dtype = input.dtype();
+  for (const auto& op : ops) {
+    if (!op->parameters().empty()) {
+      dtype = op->parameters()[0].dtype();
+      break;
+    }
+  }
+  auto state = std::make_shared<CallState>();
+  state->program = program_;
+  state->lists = lists({input.device(), dtype, training, record}, fuse);
+  state->ctxs.resize(ops.size());
+  state->extra_output_shapes.resize(ops.size());
+  state->dtype = dtype;
+
+  // Which ops must produce which grads: an op's input needs a grad when anything before it does.
+  bool upstream_needs_grad = record && input.requires_grad();
+  std::vector<bool> output_needs_grad(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    OpContext& ctx = state->ctxs[i];
+    ctx.training = training;
+    ctx.input_requires_grad = upstream_needs_grad;
+    for (const Tensor& p : ops[i]->parameters()) ctx.params_require_grad.push_back(record && p.requires_grad());
+    for (const ExtraInputSource& source : plan.inputs[i]) {
+      ctx.extra_inputs_require_grad |= source.caller_index >= 0
+                                           ? record && extra_inputs[source.caller_index].requires_grad()
+                                           : bool(output_needs_grad[source.producer.op]);
+    }
+    upstream_needs_grad = ctx.requires_backward();
+    output_needs_grad[i] = upstream_needs_grad;
+  }
+
+  std::vector<std::vector<Tensor>> extra_values(ops.size());
+  Tensor x = input;
+  {
+    NoGradGuard no_grad;  // the ops compute untracked; this whole call is one tape node
+    const IndexedOpList& forward = state->lists->forward;
+    for (size_t k = 0; k < forward.ops.size(); ++k) {
+      const auto& cover = forward.covers[k];
+      TensorLists extra_in(cover.size());
+      std::vector<OpContext*> ctxs;
+      for (size_t c = 0; c < cover.size(); ++c) {
+        const size_t i = cover[c];
+        ctxs.push_back(&state->ctxs[i]);
+        for (const ExtraInputSource& source : plan.inputs[i]) {
+          const bool inside = source.caller_index < 0 && source.producer.op >= cover.front();
+          extra_in[c].push_back(source.caller_index >= 0 ? extra_inputs[source.caller_index]
+                                : inside                 ? Tensor()
+                                                         : extra_values[source.producer.op][source.producer.slot]);
+        }
+      }
+      FusedForward result = forward.ops[k]->fuser_forward(ctxs, x, extra_in);
+      const std::string who = forward.ops[k]->describe();
+      check(result.output.defined(), who, " forward returned no output");
+      check(result.extra_outputs.size() == cover.size(), who, " forward returned extra outputs for ",
+            result.extra_outputs.size(), " basic ops, expected ", cover.size());
+      for (size_t c = 0; c < cover.size(); ++c) {
+        const size_t i = cover[c];
+        check(int(result.extra_outputs[c].size()) == ops[i]->num_extra_outputs(), who, " forward returned ",
+              result.extra_outputs[c].size(), " extra outputs for ", ops[i]->describe(), ", expected ",
+              ops[i]->num_extra_outputs());
+        for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
+          const Tensor& value = result.extra_outputs[c][s];
+          bool consumed_outside = plan.output_caller_index[i][s] >= 0;
+          for (size_t consumer : plan.consumers[i][s]) consumed_outside |= consumer > cover.back();
+          check(value.defined() || !consumed_outside, who, " forward left extra output ", s, " of ",
+                ops[i]->describe(), " undefined, but it is used outside this fused op");
+          state->extra_output_shapes[i].push_back(value.defined() ? value.shape() : Shape{});
+        }
+        extra_values[i] = result.extra_outputs[c];
+      }
+      x = result.output;
+    }
+  }
+
+  // Fresh tensors for the caller: the tape marks them, never the ops' inputs they may alias.
+  SequentialOutput out{x.detach(), {}};
+  std::vector<Tensor> node_outputs{out.output};
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
+      if (plan.output_caller_index[i][s] < 0) continue;
+      out.extra_outputs.push_back(extra_values[i][s].detach());
+      node_outputs.push_back(out.extra_outputs.back());
+    }
+  }
+  if (!record) return out;
+  state->output_shape = x.shape();
+
+  current_tape().record("Sequential", node_inputs, node_outputs,
+                        [state](const std::vector<Tensor>& grads, const std::vector<bool>&) {
+                          return backward(*state, grads);
+                        });
+  return out;
+}
+
+std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector<Tensor>& grads) {
+  const auto& ops = state.program->ops;
+  const ChannelPlan& plan = state.program->plan;
+  const int first_param_input = 1 + plan.num_caller_inputs;
+  std::vector<Tensor> input_grads(first_param_input);
+  std::vector<int> param_offset(ops.size());
+  for (size_t i = 0, offset = first_param_input; i < ops.size(); offset += ops[i]->parameters().size(), ++i) {
+    param_offset[i] = int(offset);
+  }
+  input_grads.resize(param_offset.empty() ? first_param_input
+                                          : param_offset.back() + ops.back()->parameters().size());
+
+  // Grads of every extra output: from the caller, then summed from the channel consumers.
+  std::vector<std::vector<Tensor>> extra_output_grads(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    extra_output_grads[i].resize(ops[i]->num_extra_outputs());
+    for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
+      const int caller = plan.output_caller_index[i][s];
+      if (caller >= 0) extra_output_grads[i][s] = grads[1 + caller];
+    }
+  }
+  auto accumulate = [](Tensor& into, const Tensor& grad) {
+    if (!grad.defined()) return;
+    if (!into.defined()) {
+      into = grad;
+    } else {
+      Tensor sum = into.clone();
+      math::add_(sum, grad);
+      into = sum;
+    }
+  };
+
+  Tensor dy = grads[0].defined() ? grads[0] : zeros(state.output_shape, state.dtype);
+  const IndexedOpList& backward = state.lists->backward;
+  for (size_t k = backward.ops.size(); k-- > 0;) {
+    const auto& cover = backward.covers[k];
+    std::vector<OpContext*> ctxs;
+    bool any_backward = false;
+    for (size_t i : cover) {
+      ctxs.push_back(&state.ctxs[i]);
+      any_backward |= state.ctxs[i].requires_backward();
+    }
+    if (!any_backward) break;  // nothing earlier needs a grad either
+    TensorLists grad_extra_outputs(cover.size());
+    for (size_t c = 0; c < cover.size(); ++c) {
+      const size_t i = cover[c];
+      for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
+        const Tensor& g = extra_output_grads[i][s];
+        grad_extra_outputs[c].push_back(g.defined() ? g : zeros(state.extra_output_shapes[i][s], state.dtype));
+      }
+    }
+    FusedBackward result = backward.ops[k]->fuser_backward(ctxs, dy, grad_extra_outputs);
+
+    const std::string who = backward.ops[k]->describe();
+    check(result.grad_params.size() == cover.size() && result.grad_extra_inputs.size() == cover.size(), who,
+          " backward returned grads for ", result.grad_params.size(), " (params) and ",
+          result.grad_extra_inputs.size(), " (extra inputs) basic ops, expected ", cover.size());
+    check(result.grad_input.defined() || !state.ctxs[cover.front()].input_requires_grad, who,
+          " backward returned no input grad, but its input requires one");
+    for (size_t c = 0; c < cover.size(); ++c) {
+      const size_t i = cover[c];
+      const auto& params = ops[i]->parameters();
+      check(result.grad_params[c].size() == params.size(), who, " backward returned ", result.grad_params[c].size(),
+            " param grads for ", ops[i]->describe(), ", expected ", params.size());
+      check(int(result.grad_extra_inputs[c].size()) == ops[i]->num_extra_inputs(), who, " backward returned ",
+            result.grad_extra_inputs[c].size(), " extra-input grads for ", ops[i]->describe(), ", expected ",
+            ops[i]->num_extra_inputs());
+      for (size_t p = 0; p < params.size(); ++p) {
+        const Tensor& g = result.grad_params[c][p];
+        check(!g.defined() || g.shape() == params[p].shape(), who, " backward: grad of ", ops[i]->describe(), ".",
+              ops[i]->parameter_names()[p], " has shape ", g.defined() ? g.shape() : Shape{}, ", expected ",
+              params[p].shape());
+        input_grads[param_offset[i] + p] = g;
+      }
+      for (int s = 0; s < ops[i]->num_extra_inputs(); ++s) {
+        const ExtraInputSource& source = plan.inputs[i][s];
+        const Tensor& g = result.grad_extra_inputs[c][s];
+        if (source.caller_index >= 0) {
+          accumulate(input_grads[1 + source.caller_index], g);
+        } else if (source.producer.op < cover.front()) {  // inside this fused op: wired by it
+          accumulate(extra_output_grads[source.producer.op][source.producer.slot], g);
+        }
+      }
+      state.ctxs[i].clear_saved();  // free what forward saved as soon as it has been used
+    }
+    dy = result.grad_input;
+  }
+  input_grads[0] = dy;
+  state.ctxs.clear();
+  return input_grads;
+}
+
+}  // namespace fuselab

@@ -1,0 +1,75 @@
+// OperationFuser: rewrites a Sequential's basic ops into a forward list and a backward list with
+// the registered fusion functions, checks every rewrite, caches the lists, and runs a call as one
+// tape node whose backward walks the backward list in reverse.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fuser/channel_plan.h"
+#include "fuser/registry.h"
+#include "ops/basic_op.h"
+
+namespace fuselab {
+
+// A fused list and, for each entry, the indices of the basic ops it covers.
+struct IndexedOpList {
+  OpList ops;
+  std::vector<std::vector<size_t>> covers;
+};
+
+struct FusedLists {
+  IndexedOpList forward, backward;  // both in forward order
+};
+
+struct SequentialOutput {
+  Tensor output;
+  std::vector<Tensor> extra_outputs;  // the public ones, in op order
+};
+
+class OperationFuser {
+ public:
+  // Throws on channel binding errors.
+  explicit OperationFuser(std::vector<std::shared_ptr<BasicOp>> ops);
+
+  // The fused lists for these facts: the basic ops unchanged when fusion is off.
+  std::shared_ptr<const FusedLists> lists(const FusionFacts& facts, bool fuse);
+
+  SequentialOutput run(const Tensor& input, const std::vector<Tensor>& extra_inputs, bool training, bool fuse);
+
+  const ChannelPlan& plan() const { return program_->plan; }
+  // The facts of the last run, if any ran.
+  std::optional<FusionFacts> last_facts();
+
+ private:
+  // The ops and their channel plan; shared with pending backward calls, which may outlive us.
+  struct Program {
+    std::vector<std::shared_ptr<BasicOp>> ops;
+    ChannelPlan plan;
+  };
+  struct CallState;
+  static std::vector<Tensor> backward(CallState& state, const std::vector<Tensor>& grads);
+  FusedLists fuse_lists(const FusionFacts& facts) const;
+  IndexedOpList check_cover(const OpList& ops, const std::string& fusion, const char* pass,
+                            const std::vector<Pass>& required) const;
+
+  std::shared_ptr<const Program> program_;
+
+  std::mutex cache_mutex_;
+  struct CacheKey {
+    uint64_t generation;
+    FusionFacts facts;
+    bool fuse;
+  };
+  std::unique_ptr<CacheKey> cache_key_;
+  std::optional<FusionFacts> last_facts_;
+  std::shared_ptr<const FusedLists> cache_;
+};
+
+// "[ForwardLinearBiasActivation(linear0, bias0, gelu0), RMSNorm(rmsnorm0)]"
+std::string describe_list(const OpList& ops);
+
+}  // namespace fuselab

@@ -1,0 +1,87 @@
+#include "fuser/registry.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace fuselab {
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  uint64_t next_id = 1;
+  FusionSnapshot state;
+
+  std::vector<RegisteredFusion>& list(FusionPass pass) {
+    switch (pass) {
+      case FusionPass::Forward: return state.forward;
+      case FusionPass::Backward: return state.backward;
+      case FusionPass::ForwardBackward: return state.joint;
+    }
+    return state.forward;
+  }
+};
+
+Registry& registry() {
+  static Registry* instance = new Registry();  // never destroyed: used from static initializers
+  return *instance;
+}
+
+FusionHandle add(FusionPass pass, std::string name, FusionFunction fn, bool prepend) {
+  check(static_cast<bool>(fn), "register fusion '", name, "': the fusion function is empty");
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto& fusions = r.list(pass);
+  const uint64_t id = r.next_id++;
+  fusions.insert(prepend ? fusions.begin() : fusions.end(), RegisteredFusion{id, std::move(name), std::move(fn)});
+  ++r.state.generation;
+  return FusionHandle(id);
+}
+
+std::atomic<bool>& global_switch() {
+  static std::atomic<bool> enabled{[] {
+    const char* value = std::getenv("FUSELAB_FUSION");
+    return !(value && std::strcmp(value, "0") == 0);
+  }()};
+  return enabled;
+}
+
+}  // namespace
+
+void FusionHandle::unregister() {
+  if (id_ == 0) return;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (auto* fusions : {&r.state.forward, &r.state.backward, &r.state.joint}) {
+    fusions->erase(std::remove_if(fusions->begin(), fusions->end(),
+                                  [&](const RegisteredFusion& f) { return f.id == id_; }),
+                   fusions->end());
+  }
+  ++r.state.generation;
+  id_ = 0;
+}
+
+FusionHandle register_forward_fusion(std::string name, FusionFunction fn, bool prepend) {
+  return add(FusionPass::Forward, std::move(name), std::move(fn), prepend);
+}
+
+FusionHandle register_backward_fusion(std::string name, FusionFunction fn, bool prepend) {
+  return add(FusionPass::Backward, std::move(name), std::move(fn), prepend);
+}
+
+FusionHandle register_forward_backward_fusion(std::string name, FusionFunction fn, bool prepend) {
+  return add(FusionPass::ForwardBackward, std::move(name), std::move(fn), prepend);
+}
+
+FusionSnapshot fusion_snapshot() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.state;
+}
+
+bool fusion_enabled_globally() { return global_switch().load(); }
+void set_fusion_enabled_globally(bool enabled) { global_switch() = enabled; }
+
+}  // namespace fuselab

@@ -1,0 +1,82 @@
+// The fusion registry: ordered, process-wide lists of fusion functions for the forward pass, the
+// backward pass and the joint (forward-backward) pass. Built-in fusions are registered through
+// these same calls (builtin_fusions.cc). Thread-safe; every change bumps a generation number,
+// which invalidates every Sequential's cached fused lists.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ops/fusible_op.h"
+#include "tensor/device.h"
+#include "tensor/dtype.h"
+
+namespace fuselab {
+
+// Read-only facts a fusion may depend on; a change in any of them re-runs fusion.
+struct FusionFacts {
+  Device device;
+  DType dtype = DType::Float32;
+  bool training = true;
+  bool grad_enabled = true;  // whether this call records a backward
+  bool operator==(const FusionFacts& o) const {
+    return device == o.device && dtype == o.dtype && training == o.training && grad_enabled == o.grad_enabled;
+  }
+};
+
+// Takes a list in forward order (basic ops, and fused ops from earlier fusion functions of the
+// same pass) and returns a new one; the fuser checks that it covers the same basic ops in order.
+using FusionFunction = std::function<OpList(OpList ops, const FusionFacts& facts)>;
+
+enum class FusionPass { Forward, Backward, ForwardBackward };
+
+struct RegisteredFusion {
+  uint64_t id;
+  std::string name;
+  FusionFunction fn;
+};
+
+// Identifies one registration; unregister() removes it (a no-op the second time).
+class FusionHandle {
+ public:
+  FusionHandle() = default;
+  explicit FusionHandle(uint64_t id) : id_(id) {}
+  void unregister();
+  uint64_t id() const { return id_; }
+
+ private:
+  uint64_t id_ = 0;
+};
+
+// Unregisters its fusion when it goes out of scope (handy in tests).
+class ScopedFusion {
+ public:
+  explicit ScopedFusion(FusionHandle handle) : handle_(handle) {}
+  ~ScopedFusion() { handle_.unregister(); }
+  ScopedFusion(const ScopedFusion&) = delete;
+  ScopedFusion& operator=(const ScopedFusion&) = delete;
+
+ private:
+  FusionHandle handle_;
+};
+
+// Appends (or, with prepend, puts first: the last prepended runs first) a fusion function.
+FusionHandle register_forward_fusion(std::string name, FusionFunction fn, bool prepend = false);
+FusionHandle register_backward_fusion(std::string name, FusionFunction fn, bool prepend = false);
+// Joint fusions run first, and their fused ops appear in both lists (as the same object): such an
+// op implements both passes and may save less in forward and recompute in backward.
+FusionHandle register_forward_backward_fusion(std::string name, FusionFunction fn, bool prepend = false);
+
+struct FusionSnapshot {
+  uint64_t generation = 0;
+  std::vector<RegisteredFusion> joint, forward, backward;  // each in priority order
+};
+FusionSnapshot fusion_snapshot();
+
+// Global switch: on unless the environment sets FUSELAB_FUSION=0.
+bool fusion_enabled_globally();
+void set_fusion_enabled_globally(bool enabled);
+
+}  // namespace fuselab

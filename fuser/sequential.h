@@ -1,0 +1,63 @@
+// Sequential: a list of basic ops run as one fused call.
+//
+//   Sequential seq({linear, bias, gelu});
+//   Tensor y = seq(x);                          // no extra inputs or outputs
+//   auto [y, extras] = seq(x, {residual});      // extra inputs in, public extra outputs out
+//
+// Before a call runs, the fuser rewrites the ops with the registered fusion functions (cached
+// until the registry or a fusion fact changes); the call records one node on the tape.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fuser/operation_fuser.h"
+#include "ops/basic_op.h"
+
+namespace fuselab {
+
+class Sequential {
+ public:
+  Sequential() = default;
+  explicit Sequential(std::vector<std::shared_ptr<BasicOp>> ops);
+
+  // Adds ops at the end; unnamed ops get names such as "linear0", "gelu1".
+  Sequential& append(std::shared_ptr<BasicOp> op);
+  Sequential& append(const std::vector<std::shared_ptr<BasicOp>>& ops);
+
+  Tensor operator()(const Tensor& x);  // for a Sequential without extra inputs or outputs
+  SequentialOutput operator()(const Tensor& x, const std::vector<Tensor>& extra_inputs);
+
+  const std::vector<std::shared_ptr<BasicOp>>& ops() const { return ops_; }
+  std::vector<Tensor> parameters() const;
+  void zero_grad();
+
+  Sequential& train(bool on = true);
+  Sequential& eval() { return train(false); }
+  bool training() const { return training_; }
+  Sequential& to(Device device);
+  Sequential& to(DType dtype);
+
+  // Fusion runs when it is on here and globally (FUSELAB_FUSION=0 turns it off globally).
+  Sequential& set_fusion_enabled(bool enabled);
+  bool fusion_active() const;
+
+  // The fused lists for the given facts (by default those of the last call, or of the
+  // parameters before any call).
+  std::shared_ptr<const FusedLists> fused_lists();
+  std::shared_ptr<const FusedLists> fused_lists(const FusionFacts& facts);
+  // "forward: [...]\nbackward: [...]"
+  std::string describe();
+
+ private:
+  OperationFuser& fuser();
+  FusionFacts default_facts() const;
+
+  std::vector<std::shared_ptr<BasicOp>> ops_;
+  std::unique_ptr<OperationFuser> fuser_;
+  bool training_ = true;
+  bool fusion_enabled_ = true;
+};
+
+}  // namespace fuselab

@@ -1,0 +1,39 @@
+#include "kernels/cpu/swiglu.h"
+
+#include "kernels/cpu/activation_math.h"
+#include "kernels/cpu/threading.h"
+
+namespace fuselab::kernels::cpu {
+
+template <class T>
+void swiglu_forward(const T* x, T* y, int64_t rows, int64_t n) {
+#pragma omp parallel for if (rows * n > kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* a = x + r * 2 * n;
+    const T* b = a + n;
+    for (int64_t j = 0; j < n; ++j) y[r * n + j] = SiLUMath::forward(a[j]) * b[j];
+  }
+}
+
+template <class T>
+void swiglu_backward(const T* x, const T* dy, T* dx, int64_t rows, int64_t n) {
+#pragma omp parallel for if (rows * n > kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* a = x + r * 2 * n;
+    const T* b = a + n;
+    T* da = dx + r * 2 * n;
+    T* db = da + n;
+    for (int64_t j = 0; j < n; ++j) {
+      const T g = dy[r * n + j];
+      da[j] = g * b[j] * SiLUMath::grad(a[j]);
+      db[j] = g * SiLUMath::forward(a[j]);
+    }
+  }
+}
+
+template void swiglu_forward<float>(const float*, float*, int64_t, int64_t);
+template void swiglu_forward<double>(const double*, double*, int64_t, int64_t);
+template void swiglu_backward<float>(const float*, const float*, float*, int64_t, int64_t);
+template void swiglu_backward<double>(const double*, const double*, double*, int64_t, int64_t);
+
+}  // namespace fuselab::kernels::cpu

@@ -1,0 +1,45 @@
+// Pointwise activations as basic ops: ReLU, GELU (tanh form) and SiLU.
+// y = act(x),  dx = dy * act'(x); the formulas are in kernels/cpu/activation_math.h.
+#pragma once
+
+#include "kernels/cpu/activation_math.h"
+#include "ops/basic_op.h"
+
+namespace fuselab {
+
+using kernels::cpu::Activation;
+
+struct ActivationSaved {
+  Tensor input;  // x, the pre-activation
+};
+
+class ActivationOp : public BasicOp {
+ public:
+  explicit ActivationOp(Activation act) : BasicOp(kernels::cpu::activation_name(act)), act_(act) {}
+  Activation activation() const { return act_; }
+
+  OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override;
+  OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
+
+  static void save_for_backward(OpContext& ctx, const Tensor& pre_activation);
+
+ private:
+  Activation act_;
+};
+
+class ReLU : public ActivationOp {
+ public:
+  ReLU() : ActivationOp(Activation::ReLU) {}
+};
+
+class GELU : public ActivationOp {
+ public:
+  GELU() : ActivationOp(Activation::GELU) {}
+};
+
+class SiLU : public ActivationOp {
+ public:
+  SiLU() : ActivationOp(Activation::SiLU) {}
+};
+
+}  // namespace fuselab

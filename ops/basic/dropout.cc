@@ -1,0 +1,35 @@
+#include "ops/basic/dropout.h"
+
+#include "tensor/dispatch.h"
+#include "tensor/factories.h"
+#include "tensor/tensor_math.h"
+
+namespace fuselab {
+
+Dropout::Dropout(double p, uint64_t seed) : BasicOp("Dropout"), p_(p), gen_(seed) {
+  check(0 <= p && p < 1, "Dropout: p must be in [0, 1), got ", p);
+}
+
+OpForward Dropout::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
+  check_input(x, -1);
+  if (!ctx.training || p_ == 0) {
+    if (ctx.requires_backward()) ctx.save<DropoutSaved>();  // an undefined mask means identity
+    return {x, {}};
+  }
+  Tensor mask = empty_like(x);
+  dispatch_floating(x.dtype(), "Dropout", [&](auto zero) {
+    using T = decltype(zero);
+    T* m = mask.data<T>();
+    const T keep_scale = T(1 / (1 - p_));
+    for (int64_t i = 0; i < mask.numel(); ++i) m[i] = gen_.uniform() >= p_ ? keep_scale : T(0);
+  });
+  if (ctx.requires_backward()) ctx.save<DropoutSaved>().scaled_mask = mask;
+  return {math::binary(math::BinaryOp::Mul, x, mask), {}};
+}
+
+OpBackward Dropout::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
+  const Tensor& mask = ctx.saved<DropoutSaved>(describe()).scaled_mask;
+  return {mask.defined() ? math::binary(math::BinaryOp::Mul, dy, mask) : dy, {}, {}};
+}
+
+}  // namespace fuselab

@@ -1,0 +1,44 @@
+#include "ops/basic/layernorm.h"
+
+#include "kernels/cpu/norms.h"
+#include "tensor/dispatch.h"
+#include "tensor/factories.h"
+#include "tensor/tensor_math.h"
+
+namespace fuselab {
+
+LayerNorm::LayerNorm(int64_t features, double eps) : BasicOp("LayerNorm"), features_(features), eps_(eps) {
+  check(features > 0 && eps >= 0, "LayerNorm: needs features > 0 and eps >= 0, got ", features, ", ", eps);
+  add_parameter("weight", ones({features}));
+  add_parameter("bias", zeros({features}));
+}
+
+OpForward LayerNorm::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
+  check_input(x, features_);
+  const int64_t rows = math::rows_of(x);
+  Tensor y = empty_like(x), mean = empty({rows}, x.dtype()), rstd = empty({rows}, x.dtype());
+  dispatch_floating(x.dtype(), "LayerNorm", [&](auto zero) {
+    using T = decltype(zero);
+    kernels::cpu::layernorm_forward<T>(x.data<T>(), parameter(0).data<T>(), parameter(1).data<T>(), y.data<T>(),
+                                       mean.data<T>(), rstd.data<T>(), rows, features_, T(eps_));
+  });
+  if (ctx.requires_backward()) ctx.save<LayerNormSaved>() = {x, mean, rstd};
+  return {y, {}};
+}
+
+OpBackward LayerNorm::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
+  const LayerNormSaved& saved = ctx.saved<LayerNormSaved>(describe());
+  Tensor dx = ctx.input_requires_grad ? empty_like(saved.input) : Tensor();
+  Tensor dw = ctx.params_require_grad.at(0) ? zeros_like(parameter(0)) : Tensor();
+  Tensor db = ctx.params_require_grad.at(1) ? zeros_like(parameter(1)) : Tensor();
+  dispatch_floating(dy.dtype(), "LayerNorm", [&](auto zero) {
+    using T = decltype(zero);
+    auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+    kernels::cpu::layernorm_backward<T>(saved.input.data<T>(), parameter(0).data<T>(), saved.mean.data<T>(),
+                                        saved.rstd.data<T>(), dy.data<T>(), ptr(dx), ptr(dw), ptr(db),
+                                        math::rows_of(dy), features_);
+  });
+  return {dx, {}, {dw, db}};
+}
+
+}  // namespace fuselab

@@ -1,0 +1,48 @@
+#include "ops/basic/linear.h"
+
+#include <cmath>
+
+#include "tensor/factories.h"
+#include "tensor/tensor_math.h"
+
+namespace fuselab {
+
+Linear::Linear(int64_t in_features, int64_t out_features, Generator* gen)
+    : BasicOp("Linear"), in_(in_features), out_(out_features) {
+  check(in_ > 0 && out_ > 0, "Linear: sizes must be positive, got in ", in_, ", out ", out_);
+  const double bound = 1.0 / std::sqrt(double(in_));
+  add_parameter("weight", uniform({out_, in_}, -bound, bound, DType::Float32, gen));
+}
+
+void Linear::save_for_backward(OpContext& ctx, const Tensor& x, const Tensor& weight) {
+  if (!ctx.requires_backward()) return;
+  LinearSaved& saved = ctx.save<LinearSaved>();
+  saved.input = x;
+  saved.weight = weight;
+}
+
+OpForward Linear::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
+  check_input(x, in_);
+  Shape out_shape = x.shape();
+  out_shape.back() = out_;
+  const Tensor y = math::matmul(x.view({-1, in_}), false, weight(), true).view(out_shape);
+  save_for_backward(ctx, x, weight());
+  return {y, {}};
+}
+
+Tensor Linear::input_grad(const Tensor& dy, const Tensor& weight, const Shape& input_shape) {
+  return math::matmul(dy.view({-1, dy.size(-1)}), false, weight, false).view(input_shape);
+}
+
+Tensor Linear::weight_grad(const Tensor& dy, const Tensor& input) {
+  return math::matmul(dy.view({-1, dy.size(-1)}), true, input.view({-1, input.size(-1)}), false);
+}
+
+OpBackward Linear::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
+  const LinearSaved& saved = ctx.saved<LinearSaved>(describe());
+  return {ctx.input_requires_grad ? input_grad(dy, saved.weight, saved.input.shape()) : Tensor(),
+          {},
+          {ctx.params_require_grad.at(0) ? weight_grad(dy, saved.input) : Tensor()}};
+}
+
+}  // namespace fuselab

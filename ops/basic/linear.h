@@ -1,0 +1,36 @@
+// Linear: y = x W^T, W of shape [out, in]; no bias (Bias is its own op).
+//   dx = dy W,  dW = dy^T x   (x and dy viewed as [rows, in] and [rows, out])
+#pragma once
+
+#include "ops/basic_op.h"
+#include "tensor/random.h"
+
+namespace fuselab {
+
+struct LinearSaved {
+  Tensor input;   // x as the op received it
+  Tensor weight;  // W as used by the forward
+};
+
+class Linear : public BasicOp {
+ public:
+  // W ~ U(-1/sqrt(in), 1/sqrt(in)), as PyTorch's default.
+  Linear(int64_t in_features, int64_t out_features, Generator* gen = nullptr);
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
+  Tensor& weight() { return parameter(0); }
+
+  OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override;
+  OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
+
+  // The math, shared with the fused ops that contain a Linear.
+  static Tensor input_grad(const Tensor& dy, const Tensor& weight, const Shape& input_shape);
+  static Tensor weight_grad(const Tensor& dy, const Tensor& input);
+  // Fills the context as Linear's backward expects it.
+  static void save_for_backward(OpContext& ctx, const Tensor& x, const Tensor& weight);
+
+ private:
+  int64_t in_, out_;
+};
+
+}  // namespace fuselab

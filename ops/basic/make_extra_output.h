@@ -1,0 +1,24 @@
+// MakeExtraOutput: y = x and one extra output e = x (a branch of the residual stream).
+//   dx = dy + de
+#pragma once
+
+#include "ops/basic_op.h"
+#include "tensor/tensor_math.h"
+
+namespace fuselab {
+
+class MakeExtraOutput : public BasicOp {
+ public:
+  MakeExtraOutput() : BasicOp("MakeExtraOutput") {}
+  int num_extra_outputs() const override { return 1; }
+
+  OpForward op_forward(OpContext&, const Tensor& x, const std::vector<Tensor>&) override {
+    check_input(x, -1);
+    return {x, {x}};
+  }
+  OpBackward op_backward(OpContext&, const Tensor& dy, const std::vector<Tensor>& grad_extra) override {
+    return {math::binary(math::BinaryOp::Add, dy, grad_extra.at(0)), {}, {}};
+  }
+};
+
+}  // namespace fuselab

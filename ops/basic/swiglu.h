@@ -1,0 +1,20 @@
+// SwiGLU: split the last dim of x into halves a (gate) and b; y = silu(a) * b.
+// The math is in kernels/cpu/swiglu.h.
+#pragma once
+
+#include "ops/basic_op.h"
+
+namespace fuselab {
+
+struct SwiGLUSaved {
+  Tensor input;
+};
+
+class SwiGLU : public BasicOp {
+ public:
+  SwiGLU() : BasicOp("SwiGLU") {}
+  OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override;
+  OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
+};
+
+}  // namespace fuselab

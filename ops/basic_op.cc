@@ -1,0 +1,87 @@
+#include "ops/basic_op.h"
+
+namespace fuselab {
+
+std::vector<std::shared_ptr<BasicOp>> BasicOp::basic_ops() const {
+  return {std::const_pointer_cast<BasicOp>(shared_from_this())};
+}
+
+void BasicOp::add_parameter(std::string name, Tensor value) {
+  value.set_requires_grad(true);
+  param_names_.push_back(std::move(name));
+  params_.push_back(std::move(value));
+}
+
+void BasicOp::to(Device device) {
+  for (Tensor& p : params_) {
+    const bool requires_grad = p.requires_grad();
+    p = p.detach().to(device).detach();
+    p.set_requires_grad(requires_grad);
+  }
+}
+
+void BasicOp::to(DType dtype) {
+  for (Tensor& p : params_) {
+    const bool requires_grad = p.requires_grad();
+    p = p.detach().to(dtype).detach();
+    p.set_requires_grad(requires_grad);
+  }
+}
+
+void BasicOp::check_input(const Tensor& x, int64_t features) const {
+  check(x.defined(), describe(), ": undefined input");
+  check(is_floating(x.dtype()), describe(), ": input must be float32 or float64, got ", x.dtype(),
+        " of shape ", x.shape());
+  check(x.dim() >= 1 && (features < 0 || x.size(-1) == features), describe(), ": input of shape ", x.shape(),
+        " must have last dim ", features);
+  if (!params_.empty()) {
+    const Tensor& p = params_[0];
+    check(x.device() == p.device() && x.dtype() == p.dtype(), describe(), ": input ", x.shape(), " ", x.dtype(),
+          " on ", x.device(), " does not match parameters ", p.dtype(), " on ", p.device());
+  }
+  check(x.device().is_cpu(), describe(), " on ", x.device(), " is not implemented yet: only CPU so far");
+}
+
+void BasicOp::set_extra_input_channel(int slot, std::string channel) {
+  check(slot >= 0 && slot < num_extra_inputs(), describe(), ": no extra input slot ", slot);
+  check(!channel.empty(), describe(), ": channel names must not be empty");
+  input_channels_.resize(num_extra_inputs());
+  input_channels_[slot] = std::move(channel);
+}
+
+void BasicOp::set_extra_output_channel(int slot, std::string channel, bool to_caller) {
+  check(slot >= 0 && slot < num_extra_outputs(), describe(), ": no extra output slot ", slot);
+  check(!channel.empty(), describe(), ": channel names must not be empty");
+  output_channels_.resize(num_extra_outputs());
+  output_to_caller_.resize(num_extra_outputs(), true);
+  output_channels_[slot] = std::move(channel);
+  output_to_caller_[slot] = to_caller;
+}
+
+const std::string& BasicOp::extra_input_channel(int slot) const {
+  static const std::string none;
+  return size_t(slot) < input_channels_.size() ? input_channels_[slot] : none;
+}
+
+const std::string& BasicOp::extra_output_channel(int slot) const {
+  static const std::string none;
+  return size_t(slot) < output_channels_.size() ? output_channels_[slot] : none;
+}
+
+bool BasicOp::extra_output_to_caller(int slot) const {
+  return size_t(slot) < output_to_caller_.size() ? output_to_caller_[slot] : true;
+}
+
+FusedForward BasicOp::fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& input,
+                                    const TensorLists& extra_inputs) {
+  OpForward result = op_forward(*ctxs.at(0), input, extra_inputs.at(0));
+  return {result.output, {result.extra_outputs}};
+}
+
+FusedBackward BasicOp::fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& grad_output,
+                                      const TensorLists& grad_extra_outputs) {
+  OpBackward result = op_backward(*ctxs.at(0), grad_output, grad_extra_outputs.at(0));
+  return {result.grad_input, {result.grad_extra_inputs}, {result.grad_params}};
+}
+
+}  // namespace fuselab

@@ -1,0 +1,83 @@
+// BasicOp: one mathematical operation with its parameters, written as op_forward/op_backward.
+//
+// Extra inputs and outputs are tensors besides the main input and output (AddExtraInput takes
+// one; MakeExtraOutput gives one). They are the Sequential call's arguments and results, or are
+// bound by name to each other through channels inside one Sequential.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ops/fusible_op.h"
+
+namespace fuselab {
+
+struct OpForward {
+  Tensor output;
+  std::vector<Tensor> extra_outputs;
+};
+
+struct OpBackward {
+  Tensor grad_input;
+  std::vector<Tensor> grad_extra_inputs;
+  std::vector<Tensor> grad_params;
+};
+
+class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
+ public:
+  explicit BasicOp(std::string type) : type_(std::move(type)) {}
+
+  const std::string& type() const { return type_; }   // "Linear"
+  const std::string& name() const { return name_; }   // "linear0", set by the Sequential
+  void set_name(std::string name) { name_ = std::move(name); }
+
+  virtual int num_extra_inputs() const { return 0; }
+  virtual int num_extra_outputs() const { return 0; }
+
+  // Leaves that require grad (unless frozen). Replaced, not mutated, by to().
+  const std::vector<Tensor>& parameters() const { return params_; }
+  Tensor& parameter(size_t i) { return params_.at(i); }
+  const std::vector<std::string>& parameter_names() const { return param_names_; }
+  // Moves or converts the parameters; they stay leaves with the same requires_grad.
+  void to(Device device);
+  void to(DType dtype);
+
+  // Channels: bind extra input `slot` to the extra output of an earlier op with the same name.
+  void set_extra_input_channel(int slot, std::string channel);
+  // Name extra output `slot`; a hidden output (to_caller false) only feeds channel consumers.
+  void set_extra_output_channel(int slot, std::string channel, bool to_caller = true);
+  const std::string& extra_input_channel(int slot) const;
+  const std::string& extra_output_channel(int slot) const;
+  bool extra_output_to_caller(int slot) const;
+
+  // Throws unless x is a floating CPU tensor of the parameters' dtype and device with last dim
+  // `features` (any when negative). Fused ops call it for the ops they cover.
+  void check_input(const Tensor& x, int64_t features) const;
+
+  virtual OpForward op_forward(OpContext& ctx, const Tensor& input, const std::vector<Tensor>& extra_inputs) = 0;
+  virtual OpBackward op_backward(OpContext& ctx, const Tensor& grad_output,
+                                 const std::vector<Tensor>& grad_extra_outputs) = 0;
+
+  // FusibleOp, by way of op_forward/op_backward.
+  bool is_fused() const override { return false; }
+  std::vector<std::shared_ptr<BasicOp>> basic_ops() const override;
+  bool implements(Pass) const override { return true; }
+  std::string describe() const override { return type_ + "(" + name_ + ")"; }
+  FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& input,
+                             const TensorLists& extra_inputs) override;
+  FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& grad_output,
+                               const TensorLists& grad_extra_outputs) override;
+
+ protected:
+  // Registers a parameter (made a leaf that requires grad).
+  void add_parameter(std::string name, Tensor value);
+
+ private:
+  std::string type_, name_;
+  std::vector<Tensor> params_;
+  std::vector<std::string> param_names_;
+  std::vector<std::string> input_channels_, output_channels_;
+  std::vector<bool> output_to_caller_;
+};
+
+}  // namespace fuselab

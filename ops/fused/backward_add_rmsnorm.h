@@ -1,0 +1,18 @@
+// BackwardAddRMSNorm: MakeExtraOutput then RMSNorm (forward order), in backward.
+//   dx = rmsnorm_backward(dy) + de  in the same pass over each row (kernels/cpu/norms.h),
+// where de is the grad of the residual branch. Reads RMSNormSaved {x, rstd}.
+#pragma once
+
+#include "ops/fused_op.h"
+
+namespace fuselab {
+
+class BackwardAddRMSNorm : public FusedOp {
+ public:
+  // ops: MakeExtraOutput, RMSNorm
+  explicit BackwardAddRMSNorm(const OpList& ops);
+  FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
+                               const TensorLists& grad_extra_outputs) override;
+};
+
+}  // namespace fuselab

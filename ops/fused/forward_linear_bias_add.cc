@@ -1,0 +1,37 @@
+#include "ops/fused/forward_linear_bias_add.h"
+
+#include "kernels/cpu/linear_epilogue.h"
+#include "ops/basic/bias.h"
+#include "ops/basic/linear.h"
+#include "tensor/dispatch.h"
+#include "tensor/tensor_math.h"
+
+namespace fuselab {
+
+ForwardLinearBiasAdd::ForwardLinearBiasAdd(const OpList& ops) : FusedOp("ForwardLinearBiasAdd", ops, {Pass::Forward}) {}
+
+FusedForward ForwardLinearBiasAdd::fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
+                                                 const TensorLists& extra_inputs) {
+  Linear& linear = op<Linear>(0);
+  const bool has_bias = basic_ops().size() == 3;
+  const Tensor& residual = extra_inputs.back().at(0);
+  linear.check_input(x, linear.in_features());
+  Shape out_shape = x.shape();
+  out_shape.back() = linear.out_features();
+  check(residual.defined() && residual.shape() == out_shape && residual.dtype() == x.dtype() &&
+            residual.device() == x.device(),
+        describe(), ": extra input ", residual.defined() ? residual.shape() : Shape{}, " must match the output ",
+        out_shape, " ", x.dtype(), " on ", x.device());
+
+  Tensor y = residual.clone();
+  dispatch_floating(x.dtype(), "ForwardLinearBiasAdd", [&](auto zero) {
+    using T = decltype(zero);
+    const T* b = has_bias ? op<Bias>(1).bias().data<T>() : nullptr;
+    kernels::cpu::linear_bias_add_forward<T>(x.data<T>(), linear.weight().data<T>(), b, y.data<T>(),
+                                             math::rows_of(x), linear.in_features(), linear.out_features());
+  });
+  Linear::save_for_backward(*ctxs[0], x, linear.weight());
+  return {y, TensorLists(basic_ops().size())};
+}
+
+}  // namespace fuselab

@@ -1,0 +1,36 @@
+#include "ops/fused_op.h"
+
+#include <algorithm>
+
+namespace fuselab {
+
+FusedOp::FusedOp(std::string type, const OpList& ops, std::vector<Pass> passes)
+    : type_(std::move(type)), passes_(std::move(passes)) {
+  check(!ops.empty(), type_, ": a fused op needs at least one basic op");
+  for (const auto& op : ops) {
+    auto basic = std::dynamic_pointer_cast<BasicOp>(op);
+    check(basic != nullptr, type_, ": cannot contain the fused op ", op ? op->describe() : "null",
+          " (fused ops never nest)");
+    ops_.push_back(std::move(basic));
+  }
+}
+
+bool FusedOp::implements(Pass pass) const {
+  return std::find(passes_.begin(), passes_.end(), pass) != passes_.end();
+}
+
+std::string FusedOp::describe() const {
+  std::string text = type_ + "(";
+  for (size_t i = 0; i < ops_.size(); ++i) text += (i ? ", " : "") + ops_[i]->name();
+  return text + ")";
+}
+
+FusedForward FusedOp::fuser_forward(const std::vector<OpContext*>&, const Tensor&, const TensorLists&) {
+  fail(describe(), " does not implement the forward pass");
+}
+
+FusedBackward FusedOp::fuser_backward(const std::vector<OpContext*>&, const Tensor&, const TensorLists&) {
+  fail(describe(), " does not implement the backward pass");
+}
+
+}  // namespace fuselab

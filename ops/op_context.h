@@ -1,0 +1,59 @@
+// OpContext: the per-call state of one basic op, shared by the forward and backward passes.
+//
+// Whatever ran a basic op's forward (the op itself or a forward fused op) stores in its context
+// the typed saved-state struct that the op's backward reads, so any backward fusion can consume
+// it. Each basic op declares its struct next to it (LinearSaved, RMSNormSaved, ...).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <typeinfo>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace fuselab {
+
+struct OpContext {
+  bool training = true;
+  // Whether backward must give this op's input a grad (something before it requires grad).
+  bool input_requires_grad = false;
+  // Whether each parameter of the op requires grad.
+  std::vector<bool> params_require_grad;
+  // Whether one of the op's extra inputs requires grad.
+  bool extra_inputs_require_grad = false;
+  // Whether backward runs for this op at all.
+  bool requires_backward() const {
+    if (input_requires_grad || extra_inputs_require_grad) return true;
+    for (bool p : params_require_grad) if (p) return true;
+    return false;
+  }
+
+  // Creates (replacing any previous) the saved state of type S and returns it to fill.
+  template <class S>
+  S& save() {
+    auto state = std::make_shared<S>();
+    saved_ = state;
+    saved_type_ = &typeid(S);
+    return *state;
+  }
+
+  // The saved state of type S; throws naming `op` if forward stored none or another type.
+  template <class S>
+  S& saved(const std::string& op) const {
+    check(saved_ != nullptr, op, " backward: the context holds no saved state; whatever ran this op's",
+          " forward (fused or not) must fill its saved-state struct");
+    check(*saved_type_ == typeid(S), op, " backward: the context holds saved state of type ",
+          saved_type_->name(), ", expected ", typeid(S).name());
+    return *static_cast<S*>(saved_.get());
+  }
+
+  bool has_saved_state() const { return saved_ != nullptr; }
+  void clear_saved() { saved_.reset(); }
+
+ private:
+  std::shared_ptr<void> saved_;
+  const std::type_info* saved_type_ = nullptr;
+};
+
+}  // namespace fuselab
