@@ -11,9 +11,9 @@ ChannelPlan ChannelPlan::build(const std::vector<std::shared_ptr<BasicOp>>& ops)
     for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
       const std::string& channel = ops[i]->extra_output_channel(s);
       if (channel.empty()) continue;
-      check(!producers.count(channel), "Sequential: channel '", channel, "' has two producers, ",
-            ops[producers[channel].op]->describe(), " and ", ops[i]->describe());
-      producers[channel] = {i, s};
+      const auto [it, inserted] = producers.insert({channel, SlotRef{i, s}});
+      check(inserted, "Sequential: channel '", channel, "' has two producers, ", ops[it->second.op]->describe(),
+            " and ", ops[i]->describe());
     }
   }
   plan.inputs.resize(ops.size());

@@ -139,7 +139,9 @@ TEST(Allocator, SizeClassesWasteAtMostAQuarter) {
     const size_t size = CachingAllocator::size_class(bytes);
     EXPECT_GE(size, bytes);
     EXPECT_EQ(size % 64, 0u);
-    if (bytes > 64) EXPECT_LE(double(size), 1.25 * double(bytes) + 64) << bytes;
+    if (bytes > 64) {
+      EXPECT_LE(double(size), 1.25 * double(bytes) + 64) << bytes;
+    }
   }
 }
 

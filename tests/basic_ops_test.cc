@@ -1,0 +1,220 @@
+// Every basic op: forward against the functional API (or a formula), and backward (input, extra
+// inputs and parameters) against finite differences in float64, run through a Sequential.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "autograd/functional.h"
+#include "fuser/sequential.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/add_extra_input.h"
+#include "ops/basic/bias.h"
+#include "ops/basic/constant_scale.h"
+#include "ops/basic/dropout.h"
+#include "ops/basic/embedding.h"
+#include "ops/basic/identity.h"
+#include "ops/basic/layernorm.h"
+#include "ops/basic/linear.h"
+#include "ops/basic/make_extra_output.h"
+#include "ops/basic/reshape.h"
+#include "ops/basic/rmsnorm.h"
+#include "ops/basic/swiglu.h"
+#include "tensor/factories.h"
+#include "tests/gradcheck.h"
+#include "tests/sequential_testing.h"
+
+namespace fuselab {
+namespace {
+
+using testing::random_tensor;
+using Ops = std::vector<std::shared_ptr<BasicOp>>;
+
+// Checks the grads of a one-op Sequential w.r.t. its input, extra inputs and parameters.
+void expect_op_gradients(std::shared_ptr<BasicOp> op, const Tensor& x, std::vector<Tensor> extras = {}) {
+  Sequential seq({op});
+  seq.set_fusion_enabled(false).to(DType::Float64);
+  // Parameters get random values so that, e.g., a norm's weight of ones does not hide errors.
+  for (size_t p = 0; p < op->parameters().size(); ++p) {
+    op->parameter(p) = random_tensor(op->parameters()[p].shape(), DType::Float64, 50 + p).detach();
+    op->parameter(p).set_requires_grad(true);
+  }
+  std::vector<Tensor> inputs{x};
+  inputs.insert(inputs.end(), extras.begin(), extras.end());
+  const size_t first_param = inputs.size();
+  for (const Tensor& p : op->parameters()) inputs.push_back(p);
+  auto f = [&](const std::vector<Tensor>& in) {
+    for (size_t p = 0; p < op->parameters().size(); ++p) op->parameter(p) = in[first_param + p];
+    const std::vector<Tensor> extra_in(in.begin() + 1, in.begin() + first_param);
+    const SequentialOutput out = seq(in[0], extra_in);
+    Tensor total = out.output;
+    for (const Tensor& e : out.extra_outputs) total = add(reshape(total, {-1}), scale(reshape(e, {-1}), 0.5));
+    return total;
+  };
+  const auto result = testing::check_gradients(f, inputs);
+  EXPECT_LT(result.max_error, 1e-6) << op->describe() << ": " << result.worst;
+}
+
+Tensor x64(const Shape& shape, uint64_t seed = 1) { return random_tensor(shape, DType::Float64, seed); }
+
+void expect_same(const Tensor& a, const Tensor& b, double tol = 1e-12) {
+  const auto av = a.to(DType::Float64).to_vector<double>(), bv = b.to(DType::Float64).to_vector<double>();
+  ASSERT_EQ(av.size(), bv.size());
+  for (size_t i = 0; i < av.size(); ++i) EXPECT_NEAR(av[i], bv[i], tol) << i;
+}
+
+TEST(BasicOps, LinearIsXTimesWeightTransposed) {
+  auto linear = std::make_shared<Linear>(4, 3);
+  Sequential seq({linear});
+  const Tensor x = random_tensor({2, 5, 4}, DType::Float32, 1);
+  expect_same(seq(x), reshape(matmul(reshape(x, {10, 4}), transpose(linear->weight().detach())), {2, 5, 3}), 1e-6);
+  const double bound = 1 / std::sqrt(4.0);
+  for (float w : linear->weight().to_vector<float>()) EXPECT_LE(std::abs(w), bound);
+  expect_op_gradients(std::make_shared<Linear>(4, 3), x64({2, 3, 4}));
+}
+
+TEST(BasicOps, BiasAddsOverTheLastDim) {
+  auto bias = std::make_shared<Bias>(3, 0.5);
+  Sequential seq({bias});
+  const Tensor x = random_tensor({4, 3}, DType::Float32, 2);
+  expect_same(seq(x), add(x, bias->bias().detach()));
+  expect_op_gradients(std::make_shared<Bias>(3), x64({4, 3}));
+}
+
+TEST(BasicOps, ActivationsMatchTheFunctionalOps) {
+  const Tensor x = random_tensor({3, 7}, DType::Float64, 3);
+  Sequential relu_seq({std::make_shared<ReLU>()}), gelu_seq({std::make_shared<GELU>()}),
+      silu_seq({std::make_shared<SiLU>()});
+  expect_same(relu_seq(x), relu(x));
+  expect_same(gelu_seq(x), gelu(x));
+  expect_same(silu_seq(x), silu(x));
+  expect_op_gradients(std::make_shared<ReLU>(), x64({3, 7}));
+  expect_op_gradients(std::make_shared<GELU>(), x64({3, 7}));
+  expect_op_gradients(std::make_shared<SiLU>(), x64({3, 7}));
+}
+
+TEST(BasicOps, SwiGLUGatesTheSecondHalfWithSiluOfTheFirst) {
+  Sequential seq({std::make_shared<SwiGLU>()});
+  const Tensor x = from_vector<double>({1, -2, 3, 4}, {1, 4});
+  const double s1 = 1 / (1 + std::exp(-1.0)), s2 = -2 / (1 + std::exp(2.0));
+  expect_same(seq(x), from_vector<double>({s1 * 3, s2 * 4}, {1, 2}));
+  expect_op_gradients(std::make_shared<SwiGLU>(), x64({3, 6}));
+  EXPECT_THROW(seq(x64({2, 3})), Error);
+}
+
+TEST(BasicOps, RMSNormNormalizesByRootMeanSquare) {
+  auto norm = std::make_shared<RMSNorm>(4, 1e-6);
+  Sequential seq({norm});
+  seq.to(DType::Float64);
+  const Tensor x = x64({3, 4});
+  const auto xv = x.to_vector<double>();
+  std::vector<double> ref;
+  for (int r = 0; r < 3; ++r) {
+    double ms = 0;
+    for (int c = 0; c < 4; ++c) ms += xv[r * 4 + c] * xv[r * 4 + c] / 4;
+    for (int c = 0; c < 4; ++c) ref.push_back(xv[r * 4 + c] / std::sqrt(ms + 1e-6));
+  }
+  expect_same(seq(x), from_vector<double>(ref, {3, 4}));
+  expect_op_gradients(std::make_shared<RMSNorm>(5), x64({3, 5}));
+}
+
+TEST(BasicOps, LayerNormCentersAndScales) {
+  Sequential seq({std::make_shared<LayerNorm>(4)});
+  seq.to(DType::Float64);
+  const auto y = seq(x64({2, 4})).to_vector<double>();
+  for (int r = 0; r < 2; ++r) {
+    double mean = 0, var = 0;
+    for (int c = 0; c < 4; ++c) mean += y[r * 4 + c] / 4;
+    for (int c = 0; c < 4; ++c) var += (y[r * 4 + c] - mean) * (y[r * 4 + c] - mean) / 4;
+    EXPECT_NEAR(mean, 0, 1e-12);
+    EXPECT_NEAR(var, 1, 1e-3);  // var / (var + eps), eps = 1e-5
+  }
+  expect_op_gradients(std::make_shared<LayerNorm>(5), x64({3, 5}));
+}
+
+TEST(BasicOps, ExtraInputAndOutputOps) {
+  Sequential add_seq({std::make_shared<AddExtraInput>()});
+  const Tensor x = x64({2, 3}), r = x64({2, 3}, 7);
+  expect_same(add_seq(x, {r}).output, add(x, r));
+  EXPECT_THROW(add_seq(x, {x64({3, 2})}), Error);
+  EXPECT_THROW(add_seq(x), Error);  // the extra input is missing
+  Sequential branch({std::make_shared<MakeExtraOutput>()});
+  const SequentialOutput out = branch(x, {});
+  ASSERT_EQ(out.extra_outputs.size(), 1u);
+  expect_same(out.extra_outputs[0], x);
+  expect_op_gradients(std::make_shared<AddExtraInput>(), x64({2, 3}), {x64({2, 3}, 8)});
+  expect_op_gradients(std::make_shared<MakeExtraOutput>(), x64({2, 3}));
+}
+
+TEST(BasicOps, ScaleIdentityReshape) {
+  const Tensor x = x64({2, 6});
+  Sequential scale_seq({std::make_shared<ConstantScale>(-1.5)});
+  expect_same(scale_seq(x), scale(x, -1.5));
+  Sequential id({std::make_shared<Identity>()});
+  expect_same(id(x), x);
+  Sequential re({std::make_shared<Reshape>(Shape{3, -1})});
+  EXPECT_EQ(re(x).shape(), (Shape{3, 4}));
+  expect_op_gradients(std::make_shared<ConstantScale>(-1.5), x64({2, 6}));
+  expect_op_gradients(std::make_shared<Identity>(), x64({2, 6}));
+  expect_op_gradients(std::make_shared<Reshape>(Shape{4, 3}), x64({2, 6}));
+}
+
+TEST(BasicOps, DropoutIsSeededAndIdentityInEval) {
+  auto make = [] { return Sequential({std::make_shared<Dropout>(0.5, 7)}); };
+  Sequential a = make(), b = make();
+  const Tensor x = ones({1000}, DType::Float64);
+  const auto ya = a(x).to_vector<double>();
+  EXPECT_EQ(ya, b(x).to_vector<double>());
+  int zeros_count = 0;
+  for (double v : ya) {
+    EXPECT_TRUE(v == 0 || v == 2);
+    zeros_count += v == 0;
+  }
+  EXPECT_NEAR(zeros_count, 500, 60);
+  a.eval();
+  EXPECT_EQ(a(x).to_vector<double>(), x.to_vector<double>());
+  // The mask is saved in forward and reused in backward: the gradient is the mask.
+  Tensor leaf = ones({6}, DType::Float64);
+  leaf.set_requires_grad(true);
+  Sequential c({std::make_shared<Dropout>(0.5, 3)});
+  const Tensor y = c(leaf);
+  backward(sum(y));
+  EXPECT_EQ(leaf.grad().to_vector<double>(), y.to_vector<double>());
+}
+
+TEST(BasicOps, EmbeddingLooksUpRowsAndScatterAddsGrads) {
+  auto emb = std::make_shared<Embedding>(5, 3);
+  Sequential seq({emb});
+  const Tensor ids = from_vector<int64_t>({4, 1, 4}, {3});
+  const Tensor y = seq(ids);
+  expect_same(y, embedding(emb->table().detach(), ids));
+  backward(sum(y));
+  const auto g = emb->table().grad().to_vector<float>();
+  EXPECT_EQ(g[4 * 3], 2);
+  EXPECT_EQ(g[1 * 3], 1);
+  EXPECT_EQ(g[0], 0);
+  EXPECT_THROW(seq(from_vector<int64_t>({5}, {1})), Error);
+  EXPECT_THROW(seq(zeros({3})), Error);
+}
+
+TEST(BasicOps, BadInputsNameTheOpShapesAndDtypes) {
+  Sequential seq({std::make_shared<Linear>(4, 3)});
+  try {
+    seq(zeros({2, 5}));
+    FAIL();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("Linear(linear0)"), std::string::npos) << m;
+    EXPECT_NE(m.find("[2, 5]"), std::string::npos) << m;
+  }
+  try {
+    seq(zeros({2, 4}, DType::Float64));
+    FAIL();
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("float64"), std::string::npos) << m;
+    EXPECT_NE(m.find("float32"), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace fuselab

@@ -1,0 +1,156 @@
+// Each built-in fusion: it fires in the right pass (describe()), and the fused run agrees with the
+// unfused run on the output and every grad, in float64 and float32, in train and eval, with and
+// without the input requiring grad, and with some parameters frozen.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "autograd/functional.h"
+#include "fuser/sequential.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/add_extra_input.h"
+#include "ops/basic/bias.h"
+#include "ops/basic/linear.h"
+#include "ops/basic/make_extra_output.h"
+#include "ops/basic/rmsnorm.h"
+#include "tests/gradcheck.h"
+#include "tests/sequential_testing.h"
+
+namespace fuselab {
+namespace {
+
+using testing::random_tensor;
+using Ops = std::vector<std::shared_ptr<BasicOp>>;
+
+struct FusionCase {
+  std::string name;
+  std::function<Ops(int64_t hidden)> build;
+  int num_extra_inputs;
+  std::string forward;   // expected in describe()'s forward line ("" = no forward fusion)
+  std::string backward;  // expected in the backward line
+};
+
+std::vector<FusionCase> cases() {
+  return {
+      {"LinearBiasGELU", [](int64_t h) { return Ops{std::make_shared<Linear>(h, 2 * h), std::make_shared<Bias>(2 * h, 0.5), std::make_shared<GELU>()}; },
+       0, "ForwardLinearBiasActivation(linear0, bias0, gelu0)", "BackwardActivationBias(bias0, gelu0)"},
+      {"LinearBiasReLU", [](int64_t h) { return Ops{std::make_shared<Linear>(h, h), std::make_shared<Bias>(h, 0.5), std::make_shared<ReLU>()}; },
+       0, "ForwardLinearBiasActivation(linear0, bias0, relu0)", "BackwardActivationBias(bias0, relu0)"},
+      {"LinearBiasSiLU", [](int64_t h) { return Ops{std::make_shared<Linear>(h, h), std::make_shared<Bias>(h, 0.5), std::make_shared<SiLU>()}; },
+       0, "ForwardLinearBiasActivation(linear0, bias0, silu0)", "BackwardActivationBias(bias0, silu0)"},
+      {"LinearBias", [](int64_t h) { return Ops{std::make_shared<Linear>(h, h + 1), std::make_shared<Bias>(h + 1, 0.5)}; },
+       0, "ForwardLinearBiasActivation(linear0, bias0)", ""},
+      {"LinearBiasAdd", [](int64_t h) { return Ops{std::make_shared<Linear>(h, h), std::make_shared<Bias>(h, 0.5), std::make_shared<AddExtraInput>()}; },
+       1, "ForwardLinearBiasAdd(linear0, bias0, addextrainput0)", ""},
+      {"LinearAdd", [](int64_t h) { return Ops{std::make_shared<Linear>(h, h), std::make_shared<AddExtraInput>()}; },
+       1, "ForwardLinearBiasAdd(linear0, addextrainput0)", ""},
+      {"BranchLinear", [](int64_t h) { return Ops{std::make_shared<MakeExtraOutput>(), std::make_shared<Linear>(h, h)}; },
+       0, "", "BackwardLinearAdd(makeextraoutput0, linear0)"},
+      {"AddNorm", [](int64_t h) { return Ops{std::make_shared<AddExtraInput>(), std::make_shared<MakeExtraOutput>(), std::make_shared<RMSNorm>(h)}; },
+       1, "", "BackwardAddRMSNorm(makeextraoutput0, rmsnorm0)"},
+  };
+}
+
+class BuiltinFusion : public ::testing::TestWithParam<FusionCase> {};
+
+std::vector<Tensor> extras_for(const FusionCase& c, const Shape& shape, DType dtype) {
+  std::vector<Tensor> extras;
+  for (int k = 0; k < c.num_extra_inputs; ++k) extras.push_back(random_tensor(shape, dtype, 200 + k));
+  return extras;
+}
+
+// The output shape of the case's ops on [rows, hidden], for the extra inputs that add into it.
+Shape output_shape(const FusionCase& c, int64_t rows, int64_t hidden) {
+  Sequential probe(c.build(hidden));
+  probe.set_fusion_enabled(false);
+  NoGradGuard no_grad;
+  const Tensor x = random_tensor({rows, hidden}, DType::Float32, 1);
+  return probe(x, extras_for(c, {rows, hidden}, DType::Float32)).output.shape();
+}
+
+TEST_P(BuiltinFusion, FiresInItsPass) {
+  const FusionCase& c = GetParam();
+  Sequential seq(c.build(8));
+  const std::string text = seq.describe();
+  const std::string forward = text.substr(0, text.find('\n')), backward = text.substr(text.find('\n'));
+  if (!c.forward.empty()) EXPECT_NE(forward.find(c.forward), std::string::npos) << text;
+  if (!c.backward.empty()) EXPECT_NE(backward.find(c.backward), std::string::npos) << text;
+  seq.set_fusion_enabled(false);
+  EXPECT_EQ(seq.describe().find("Forward"), std::string::npos);
+  EXPECT_EQ(seq.describe().find("Backward"), std::string::npos);
+}
+
+TEST_P(BuiltinFusion, FusedMatchesUnfusedOnOutputsAndEveryGrad) {
+  const FusionCase& c = GetParam();
+  struct Setting {
+    DType dtype;
+    double rtol, atol;
+  };
+  for (const Setting& s : {Setting{DType::Float64, 1e-10, 1e-12}, Setting{DType::Float32, 1e-5, 1e-5}}) {
+    for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{{1, 3}, {7, 5}, {300, 17}}) {
+      for (bool training : {true, false}) {
+        for (bool input_grad : {true, false}) {
+          for (bool freeze_first : {false, true}) {
+            SCOPED_TRACE(c.name + " " + dtype_name(s.dtype) + " rows " + std::to_string(rows) + " hidden " +
+                         std::to_string(hidden) + (training ? " train" : " eval") +
+                         (input_grad ? " input-grad" : "") + (freeze_first ? " first-param-frozen" : ""));
+            Sequential seq(c.build(hidden));
+            seq.to(s.dtype).train(training);
+            auto params = seq.parameters();
+            if (freeze_first && !params.empty()) params[0].set_requires_grad(false);
+            const Tensor x = random_tensor({rows, hidden}, s.dtype, 11);
+            const auto extras = extras_for(c, output_shape(c, rows, hidden), s.dtype);
+            testing::RunOptions options;
+            options.input_requires_grad = input_grad;
+            const auto fused = testing::run_with_backward(seq, x, extras, options);
+            seq.set_fusion_enabled(false);
+            const auto unfused = testing::run_with_backward(seq, x, extras, options);
+            testing::expect_runs_match(fused, unfused, s.rtol, s.atol);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(BuiltinFusion, FusedGradientsMatchFiniteDifferences) {
+  const FusionCase& c = GetParam();
+  Sequential seq(c.build(4));
+  seq.to(DType::Float64);
+  const Tensor x = random_tensor({3, 4}, DType::Float64, 5);
+  const auto extras = extras_for(c, output_shape(c, 3, 4), DType::Float64);
+  std::vector<Tensor> inputs{x};
+  inputs.insert(inputs.end(), extras.begin(), extras.end());
+  const auto result = testing::check_gradients(
+      [&](const std::vector<Tensor>& in) {
+        const SequentialOutput out = seq(in[0], std::vector<Tensor>(in.begin() + 1, in.end()));
+        Tensor total = reshape(out.output, {-1});
+        for (const Tensor& e : out.extra_outputs) total = add(total, reshape(e, {-1}));
+        return total;
+      },
+      inputs);
+  EXPECT_LT(result.max_error, 1e-6) << result.worst;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, BuiltinFusion, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(BuiltinFusions, MlpBlockFusesBothPasses) {
+  // RMSNorm(x + Linear2(GELU(Linear1(x) + b1)) + b2), called with x as its extra input.
+  const int64_t h = 6;
+  Sequential seq({std::make_shared<Linear>(h, 4 * h), std::make_shared<Bias>(4 * h, 0.3), std::make_shared<GELU>(),
+                  std::make_shared<Linear>(4 * h, h), std::make_shared<Bias>(h, 0.3), std::make_shared<AddExtraInput>(),
+                  std::make_shared<RMSNorm>(h)});
+  EXPECT_EQ(seq.describe(),
+            "forward: [ForwardLinearBiasActivation(linear0, bias0, gelu0), ForwardLinearBiasAdd(linear1, bias1, "
+            "addextrainput0), RMSNorm(rmsnorm0)]\n"
+            "backward: [Linear(linear0), BackwardActivationBias(bias0, gelu0), Linear(linear1), Bias(bias1), "
+            "AddExtraInput(addextrainput0), RMSNorm(rmsnorm0)]");
+  const Tensor x = random_tensor({33, h}, DType::Float32, 3);
+  const auto fused = testing::run_with_backward(seq, x, {x});
+  seq.set_fusion_enabled(false);
+  testing::expect_runs_match(fused, testing::run_with_backward(seq, x, {x}), 1e-5, 1e-5);
+}
+
+}  // namespace
+}  // namespace fuselab

@@ -1,0 +1,346 @@
+// The OperationFuser contract: rejected rewrites, output-count checks, channels, one tape node per
+// call, memory released after backward, switches, and registry thread safety.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "autograd/functional.h"
+#include "fuser/fuse_window.h"
+#include "fuser/sequential.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/add_extra_input.h"
+#include "ops/basic/bias.h"
+#include "ops/basic/constant_scale.h"
+#include "ops/basic/identity.h"
+#include "ops/basic/linear.h"
+#include "ops/basic/make_extra_output.h"
+#include "ops/basic/rmsnorm.h"
+#include "ops/fused_op.h"
+#include "tensor/allocator.h"
+#include "tensor/factories.h"
+#include "tensor/tensor_math.h"
+#include "tests/sequential_testing.h"
+
+namespace fuselab {
+namespace {
+
+using testing::random_tensor;
+using Ops = std::vector<std::shared_ptr<BasicOp>>;
+
+// Expects call() to throw Error whose message contains every one of `words`.
+void expect_error(const std::function<void()>& call, const std::vector<std::string>& words) {
+  try {
+    call();
+    ADD_FAILURE() << "expected fuselab::Error";
+  } catch (const Error& e) {
+    for (const auto& word : words) EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
+  }
+}
+
+Sequential three_ops() {
+  return Sequential({std::make_shared<ConstantScale>(2), std::make_shared<Identity>(), std::make_shared<ConstantScale>(3)});
+}
+
+// A fused op that implements both passes by running its basic ops one after another.
+class Chain : public FusedOp {
+ public:
+  explicit Chain(const OpList& ops, std::vector<Pass> passes = {Pass::Forward, Pass::Backward})
+      : FusedOp("Chain", ops, std::move(passes)) {}
+  FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x, const TensorLists& extra) override {
+    Tensor y = x;
+    for (size_t i = 0; i < ctxs.size(); ++i) y = basic_ops()[i]->op_forward(*ctxs[i], y, extra[i]).output;
+    return {y, TensorLists(ctxs.size())};
+  }
+  FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy, const TensorLists& ge) override {
+    Tensor g = dy;
+    FusedBackward result{Tensor(), TensorLists(ctxs.size()), TensorLists(ctxs.size())};
+    for (size_t i = ctxs.size(); i-- > 0;) {
+      OpBackward b = basic_ops()[i]->op_backward(*ctxs[i], g, ge[i]);
+      result.grad_params[i] = b.grad_params;
+      g = b.grad_input;
+    }
+    result.grad_input = g;
+    return result;
+  }
+};
+
+TEST(FuserValidation, RejectsReorderedDroppedDuplicatedAndNestedOps) {
+  struct Bad {
+    const char* name;
+    FusionFunction fn;
+    std::string says;
+  };
+  const std::vector<Bad> bad = {
+      {"reorder", [](OpList ops, const FusionFacts&) { std::swap(ops[0], ops[1]); return ops; }, "same order"},
+      {"drop", [](OpList ops, const FusionFacts&) { ops.pop_back(); return ops; }, "same basic ops"},
+      {"duplicate", [](OpList ops, const FusionFacts&) { ops.push_back(ops[0]); return ops; }, "same basic ops"},
+      {"nest",
+       [](OpList ops, const FusionFacts&) {
+         auto inner = std::make_shared<Chain>(OpList{ops[0], ops[1]});
+         return OpList{std::make_shared<Chain>(OpList{inner, ops[2]})};
+       },
+       "never nest"},
+  };
+  for (const Bad& b : bad) {
+    SCOPED_TRACE(b.name);
+    ScopedFusion fusion(register_forward_fusion(b.name, b.fn));
+    Sequential seq = three_ops();
+    expect_error([&] { seq(ones({2})); }, {std::string("fusion function '") + b.name + "'", b.says});
+  }
+}
+
+TEST(FuserValidation, MismatchMessageShowsBothSequences) {
+  ScopedFusion fusion(register_forward_fusion("reorder", [](OpList ops, const FusionFacts&) {
+    std::swap(ops[0], ops[2]);
+    return ops;
+  }));
+  Sequential seq = three_ops();
+  expect_error([&] { seq.describe(); },
+               {"expected [constantscale0, identity0, constantscale1]", "got [constantscale1, identity0, constantscale0]"});
+}
+
+TEST(FuserValidation, ForwardOnlyFusedOpInTheBackwardListIsRejected) {
+  ScopedFusion fusion(register_backward_fusion("misplaced", [](OpList ops, const FusionFacts&) {
+    return OpList{std::make_shared<Chain>(ops, std::vector<Pass>{Pass::Forward})};
+  }));
+  Sequential seq = three_ops();
+  expect_error([&] { seq.describe(); }, {"misplaced", "Chain(constantscale0, identity0, constantscale1)",
+                                         "does not implement the backward pass"});
+}
+
+// Returns one param-grad list too few.
+class ShortGrads : public Chain {
+ public:
+  using Chain::Chain;
+  FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy, const TensorLists& ge) override {
+    FusedBackward result = Chain::fuser_backward(ctxs, dy, ge);
+    result.grad_params.pop_back();
+    return result;
+  }
+};
+
+// Forgets the Linear's weight grad.
+class MissingWeightGrad : public Chain {
+ public:
+  using Chain::Chain;
+  FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy, const TensorLists& ge) override {
+    FusedBackward result = Chain::fuser_backward(ctxs, dy, ge);
+    result.grad_params[0].clear();
+    return result;
+  }
+};
+
+TEST(FuserValidation, FusedOpsReturningWrongGradCountsAreRejected) {
+  auto run = [](auto make) {
+    ScopedFusion fusion(register_backward_fusion("wrong_counts", [make](OpList ops, const FusionFacts&) {
+      return OpList{make(ops)};
+    }));
+    Sequential seq({std::make_shared<Linear>(2, 2), std::make_shared<Identity>()});
+    Tensor x = ones({1, 2});
+    x.set_requires_grad(true);
+    backward(sum(seq(x)));
+  };
+  expect_error([&] { run([](const OpList& ops) { return std::make_shared<ShortGrads>(ops); }); },
+               {"Chain(linear0, identity0)", "(params) and 2 (extra inputs) basic ops, expected 2"});
+  expect_error([&] { run([](const OpList& ops) { return std::make_shared<MissingWeightGrad>(ops); }); },
+               {"Chain(linear0, identity0)", "0 param grads for Linear(linear0), expected 1"});
+}
+
+TEST(FuserValidation, FusedOpReturningWrongExtraOutputCountIsRejected) {
+  class NoExtras : public FusedOp {
+   public:
+    explicit NoExtras(const OpList& ops) : FusedOp("NoExtras", ops, {Pass::Forward}) {}
+    FusedForward fuser_forward(const std::vector<OpContext*>&, const Tensor& x, const TensorLists&) override {
+      return {x, TensorLists(1)};  // MakeExtraOutput owes one extra output
+    }
+  };
+  ScopedFusion fusion(register_forward_fusion("no_extras", [](OpList ops, const FusionFacts&) {
+    return OpList{std::make_shared<NoExtras>(ops)};
+  }));
+  Sequential seq({std::make_shared<MakeExtraOutput>()});
+  expect_error([&] { seq(ones({2}), {}); }, {"NoExtras(makeextraoutput0)", "0 extra outputs", "expected 1"});
+}
+
+TEST(FuseWindow, AlwaysAdvancesAndNeverRematchesAFusedOp) {
+  Ops basic;
+  for (int i = 0; i < 6; ++i) basic.push_back(std::make_shared<Identity>());
+  OpList ops(basic.begin(), basic.end());
+  int windows = 0;
+  auto pair_up = [&](const BasicOpWindow& w) -> std::optional<WindowMatch> {
+    ++windows;
+    if (w.size() < 2) return std::nullopt;
+    return WindowMatch{2, std::make_shared<Chain>(first_ops(w, 2))};
+  };
+  const OpList once = fuse_window(ops, 2, pair_up);
+  EXPECT_EQ(once.size(), 3u);
+  windows = 0;
+  const OpList twice = fuse_window(once, 2, pair_up);
+  EXPECT_EQ(twice, once);  // fused ops are never shown to the matcher
+  EXPECT_EQ(windows, 0);
+  // A matcher that claims to consume nothing is an error, not an endless loop.
+  EXPECT_THROW(fuse_window(ops, 2, [](const BasicOpWindow& w) { return std::optional<WindowMatch>({0, std::make_shared<Chain>(first_ops(w, 1))}); }), Error);
+}
+
+TEST(Channels, ResidualBlocksLiveInOneSequential) {
+  // Two pre-norm residual blocks h = h + Linear(RMSNorm(h)), the residual on a hidden channel.
+  const int64_t d = 4;
+  Ops ops;
+  for (int block = 0; block < 2; ++block) {
+    const std::string channel = "residual" + std::to_string(block);
+    auto branch = std::make_shared<MakeExtraOutput>();
+    branch->set_extra_output_channel(0, channel, /*to_caller=*/false);
+    auto add = std::make_shared<AddExtraInput>();
+    add->set_extra_input_channel(0, channel);
+    for (auto op : Ops{branch, std::make_shared<RMSNorm>(d), std::make_shared<Linear>(d, d), add}) ops.push_back(op);
+  }
+  Sequential seq(ops);
+  seq.to(DType::Float64);
+  const Tensor x = random_tensor({5, d}, DType::Float64, 1);
+  const auto fused = testing::run_with_backward(seq, x, {});
+  ASSERT_EQ(fused.outputs.size(), 1u);  // hidden channels are not returned
+  EXPECT_NE(seq.describe().find("BackwardAddRMSNorm(makeextraoutput0, rmsnorm0)"), std::string::npos);
+
+  // Reference: the same ops wired by hand, h = h + linear(norm(h)), one Sequential per op.
+  Tensor h = x.clone();
+  h.set_requires_grad(true);
+  const Tensor input = h;
+  seq.zero_grad();
+  for (int block = 0; block < 2; ++block) {
+    Sequential norm({ops[4 * block + 1]}), linear({ops[4 * block + 2]});
+    h = add(h, linear(norm(h)));
+  }
+  backward(sum(mul(h, random_tensor(h.shape(), h.dtype(), 99))));
+  std::vector<Tensor> param_grads;
+  for (const Tensor& p : seq.parameters()) param_grads.push_back(p.grad());
+  testing::expect_runs_match(fused, testing::RunResult{{h}, {input.grad()}, param_grads}, 1e-12, 1e-12);
+}
+
+TEST(Channels, FanOutSumsTheConsumersGrads) {
+  // y = x + x + x via one producer and two consumers; the public extra output adds its own grad.
+  auto branch = std::make_shared<MakeExtraOutput>();
+  branch->set_extra_output_channel(0, "x", /*to_caller=*/true);
+  auto add1 = std::make_shared<AddExtraInput>(), add2 = std::make_shared<AddExtraInput>();
+  add1->set_extra_input_channel(0, "x");
+  add2->set_extra_input_channel(0, "x");
+  Sequential seq({branch, add1, add2});
+  Tensor x = from_vector<double>({1, 2}, {2});
+  x.set_requires_grad(true);
+  const SequentialOutput out = seq(x, {});
+  ASSERT_EQ(out.extra_outputs.size(), 1u);
+  EXPECT_EQ(out.output.to_vector<double>(), (std::vector<double>{3, 6}));
+  backward(add(sum(out.output), scale(sum(out.extra_outputs[0]), 10)));
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{13, 13}));  // 3 dy + d_route
+}
+
+TEST(Channels, BindingErrorsAreClear) {
+  auto consumer = [](const std::string& channel) {
+    auto op = std::make_shared<AddExtraInput>();
+    op->set_extra_input_channel(0, channel);
+    return op;
+  };
+  auto producer = [](const std::string& channel) {
+    auto op = std::make_shared<MakeExtraOutput>();
+    op->set_extra_output_channel(0, channel);
+    return op;
+  };
+  expect_error([&] { Sequential({consumer("r")})(ones({2}), {}); }, {"channel 'r'", "no op produces"});
+  expect_error([&] { Sequential({consumer("r"), producer("r")})(ones({2}), {}); }, {"channel 'r'", "before its producer"});
+  expect_error([&] { Sequential({producer("r"), producer("r")})(ones({2}), {}); }, {"channel 'r'", "two producers"});
+  expect_error([&] { std::make_shared<AddExtraInput>()->set_extra_input_channel(1, "r"); }, {"no extra input slot 1"});
+  expect_error([&] { std::make_shared<AddExtraInput>()->set_extra_input_channel(0, ""); }, {"must not be empty"});
+}
+
+TEST(FuserExecution, OneTapeNodePerCall) {
+  Tape tape;
+  TapeScope scope(tape);
+  Sequential seq({std::make_shared<Linear>(3, 4), std::make_shared<Bias>(4), std::make_shared<GELU>(),
+                  std::make_shared<Linear>(4, 2)});
+  const Tensor y = seq(ones({5, 3}));
+  EXPECT_EQ(tape.size(), 1u);
+  seq(ones({5, 3}));
+  EXPECT_EQ(tape.size(), 2u);
+  backward(sum(y));
+  EXPECT_EQ(tape.size(), 0u);
+}
+
+TEST(FuserExecution, NothingIsHeldAfterBackward) {
+  Tape tape;  // a tape of its own, so no other test's nodes are freed in between
+  TapeScope scope(tape);
+  CachingAllocator& cpu = CachingAllocator::of(Device::cpu());
+  Sequential seq({std::make_shared<Linear>(64, 256), std::make_shared<Bias>(256), std::make_shared<GELU>(),
+                  std::make_shared<Linear>(256, 64), std::make_shared<MakeExtraOutput>(), std::make_shared<RMSNorm>(64)});
+  const Tensor x = random_tensor({128, 64}, DType::Float32, 1);
+  const size_t baseline = cpu.stats().bytes_in_use;
+  {
+    SequentialOutput out = seq(x, {});
+    backward(add(sum(out.output), sum(out.extra_outputs[0])));
+  }
+  seq.zero_grad();
+  EXPECT_EQ(cpu.stats().bytes_in_use, baseline);
+}
+
+TEST(FuserExecution, GradsFlowOnlyWhereRequired) {
+  Sequential seq({std::make_shared<Linear>(3, 3), std::make_shared<Bias>(3), std::make_shared<ReLU>()});
+  seq.parameters()[0].set_requires_grad(false);
+  Tensor x = ones({2, 3});
+  backward(sum(seq(x)));  // only the bias requires grad
+  EXPECT_FALSE(seq.parameters()[0].grad().defined());
+  EXPECT_TRUE(seq.parameters()[1].grad().defined());
+  EXPECT_FALSE(x.grad().defined());
+  {
+    NoGradGuard no_grad;
+    EXPECT_FALSE(seq(x).requires_grad());
+  }
+}
+
+TEST(FusionSwitches, PerSequentialAndGlobal) {
+  Sequential seq({std::make_shared<Linear>(3, 3), std::make_shared<Bias>(3)});
+  EXPECT_NE(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
+  seq.set_fusion_enabled(false);
+  EXPECT_EQ(seq.describe(), "forward: [Linear(linear0), Bias(bias0)]\nbackward: [Linear(linear0), Bias(bias0)]");
+  seq.set_fusion_enabled(true);
+  set_fusion_enabled_globally(false);
+  EXPECT_EQ(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
+  set_fusion_enabled_globally(true);
+  EXPECT_NE(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
+}
+
+TEST(FusionRegistry, RegistrationFromThreadsWhileSequentialsRun) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> runners;
+  std::atomic<int> calls{0};
+  for (int t = 0; t < 2; ++t) {
+    runners.emplace_back([&, t] {
+      Sequential seq({std::make_shared<Linear>(4, 4), std::make_shared<Bias>(4), std::make_shared<GELU>()});
+      const Tensor x = random_tensor({3, 4}, DType::Float32, t);
+      const auto expected = seq(x).to_vector<float>();
+      while (!stop) {
+        Tensor leaf = x.clone();
+        leaf.set_requires_grad(true);
+        const Tensor y = seq(leaf);
+        backward(sum(y));
+        EXPECT_EQ(y.to_vector<float>(), expected);
+        ++calls;
+      }
+    });
+  }
+  std::vector<std::thread> registrars;
+  for (int t = 0; t < 2; ++t) {
+    registrars.emplace_back([] {
+      for (int i = 0; i < 200; ++i) {
+        FusionHandle h = register_forward_fusion("noop", [](OpList ops, const FusionFacts&) { return ops; }, i % 2);
+        FusionHandle g = register_backward_fusion("noop", [](OpList ops, const FusionFacts&) { return ops; });
+        h.unregister();
+        g.unregister();
+      }
+    });
+  }
+  for (auto& r : registrars) r.join();
+  stop = true;
+  for (auto& r : runners) r.join();
+  EXPECT_GT(calls.load(), 0);
+}
+
+}  // namespace
+}  // namespace fuselab
