@@ -10,8 +10,39 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 namespace fuselab::kernels::cpu {
+
+// e^x for float without a library call, so loops over it vectorize (glibc's expf does not):
+// x = n ln2 + r with |r| <= ln2/2, e^r from Cephes' degree-6 polynomial (about 1 ulp), and 2^n
+// written straight into the exponent bits. Double keeps std::exp: it is the precise reference.
+inline float exp_approx(float x) {
+  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+  // Round to nearest by adding and subtracting 1.5 * 2^23 (nearbyint does not vectorize on SSE2).
+  const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;  // ln2 split in a high and a low part
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const int32_t bits = (int32_t(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return p * scale;
+}
+inline double exp_approx(double x) { return std::exp(x); }
+
+// tanh(u) = 1 - 2 / (e^(2u) + 1); beyond |u| = 10 it rounds to +-1 in float.
+inline float tanh_approx(float u) {
+  u = u < -10.0f ? -10.0f : u > 10.0f ? 10.0f : u;
+  return 1.0f - 2.0f / (exp_approx(2.0f * u) + 1.0f);
+}
+inline double tanh_approx(double u) { return std::tanh(u); }
 
 enum class Activation { ReLU, GELU, SiLU };
 
@@ -23,7 +54,7 @@ struct ReLUMath {
 struct GELUMath {
   template <class T> static T tanh_u(T x) {
     constexpr T kSqrt2OverPi = T(0.7978845608028654);
-    return std::tanh(kSqrt2OverPi * (x + T(0.044715) * x * x * x));
+    return tanh_approx(kSqrt2OverPi * (x + T(0.044715) * x * x * x));
   }
   template <class T> static T forward(T x) { return T(0.5) * x * (T(1) + tanh_u(x)); }
   template <class T> static T grad(T x) {
@@ -35,7 +66,7 @@ struct GELUMath {
 };
 
 struct SiLUMath {
-  template <class T> static T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+  template <class T> static T sigmoid(T x) { return T(1) / (T(1) + exp_approx(-x)); }
   template <class T> static T forward(T x) { return x * sigmoid(x); }
   template <class T> static T grad(T x) {
     const T s = sigmoid(x);

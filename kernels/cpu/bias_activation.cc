@@ -12,11 +12,16 @@ void bias_activation_forward(Activation act, const T* bias, T* y, T* pre, int64_
 #pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) {
       T* yr = y + r * cols;
-      T* prer = pre ? pre + r * cols : nullptr;
-      for (int64_t c = 0; c < cols; ++c) {
-        const T z = yr[c] + bias[c];
-        if (prer) prer[c] = z;
-        yr[c] = math.forward(z);
+      if (pre) {
+        T* prer = pre + r * cols;
+#pragma omp simd
+        for (int64_t c = 0; c < cols; ++c) {
+          prer[c] = yr[c] + bias[c];
+          yr[c] = math.forward(prer[c]);
+        }
+      } else {
+#pragma omp simd
+        for (int64_t c = 0; c < cols; ++c) yr[c] = math.forward(yr[c] + bias[c]);
       }
     }
   });
@@ -27,6 +32,7 @@ void add_bias(const T* bias, T* y, int64_t rows, int64_t cols) {
 #pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     T* yr = y + r * cols;
+#pragma omp simd
     for (int64_t c = 0; c < cols; ++c) yr[c] += bias[c];
   }
 }
@@ -41,10 +47,15 @@ void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre
       std::vector<T> partial(dbias ? cols : 0, T(0));
 #pragma omp for schedule(static) nowait
       for (int64_t r = 0; r < rows; ++r) {
-        for (int64_t c = 0; c < cols; ++c) {
-          const T g = dy[r * cols + c] * math.grad(pre[r * cols + c]);
-          dpre[r * cols + c] = g;
-          if (dbias) partial[c] += g;
+        const T* prer = pre + r * cols;
+        const T* dyr = dy + r * cols;
+        T* dprer = dpre + r * cols;
+#pragma omp simd
+        for (int64_t c = 0; c < cols; ++c) dprer[c] = dyr[c] * math.grad(prer[c]);
+        if (dbias) {
+          T* sum = partial.data();
+#pragma omp simd
+          for (int64_t c = 0; c < cols; ++c) sum[c] += dprer[c];
         }
       }
 #pragma omp critical

@@ -1,9 +1,10 @@
 #include "kernels/cpu/threading.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 #include <cstdlib>
+
+#include "kernels/cpu/openblas.h"
 
 namespace fuselab::kernels::cpu {
 namespace {
@@ -18,7 +19,7 @@ int& configured_threads() {
   static int threads = [] {
     const int n = threads_from_environment();
     omp_set_num_threads(n);
-    openblas_set_num_threads(n);
+    openblas().set_num_threads(n);
     return n;
   }();
   return threads;
@@ -34,7 +35,7 @@ int num_threads() { return configured_threads(); }
 void set_num_threads(int threads) {
   configured_threads() = threads;
   omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
+  openblas().set_num_threads(threads);
 }
 
 }  // namespace fuselab::kernels::cpu

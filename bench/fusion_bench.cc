@@ -1,0 +1,169 @@
+// Fused against unfused, per built-in fusion and for the MLP block, forward + backward, plus the
+// cost of fusing a 10,000-op list and the per-call overhead of a tiny Sequential.
+//
+//   bazel run -c opt //bench:fusion_bench -- --benchmark_repetitions=5
+//       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//
+// Each fused/unfused pair builds the same Sequential and differs only in set_fusion_enabled.
+#include <benchmark/benchmark.h>
+
+#include <functional>
+
+#include "autograd/functional.h"
+#include "fuser/sequential.h"
+#include "kernels/cpu/threading.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/add_extra_input.h"
+#include "ops/basic/bias.h"
+#include "ops/basic/identity.h"
+#include "ops/basic/linear.h"
+#include "ops/basic/make_extra_output.h"
+#include "ops/basic/rmsnorm.h"
+#include "tensor/allocator.h"
+#include "tensor/factories.h"
+
+namespace fuselab {
+namespace {
+
+using Ops = std::vector<std::shared_ptr<BasicOp>>;
+
+struct Model {
+  std::function<Ops(int64_t h)> build;
+  int64_t in_features_factor = 1;  // input width = factor * h
+  int extra_inputs = 0;
+};
+
+// Times forward + backward from out.sum() of one Sequential call on [tokens, width] inputs.
+void run_forward_backward(benchmark::State& state, const Model& model, bool fused) {
+  const int64_t tokens = state.range(0), h = state.range(1);
+  Sequential seq(model.build(h));
+  seq.set_fusion_enabled(fused);
+  Tensor x = randn({tokens, model.in_features_factor * h});
+  x.set_requires_grad(true);
+  std::vector<Tensor> extras;
+  for (int k = 0; k < model.extra_inputs; ++k) extras.push_back(x);
+  for (auto _ : state) {
+    const SequentialOutput out = seq(x, extras);
+    Tensor loss = sum(out.output);
+    for (const Tensor& e : out.extra_outputs) loss = add(loss, sum(e));
+    backward(loss);
+    x.zero_grad();
+    seq.zero_grad();
+  }
+  state.counters["peak_MB"] = double(CachingAllocator::of(Device::cpu()).stats().peak_bytes_in_use) / 1e6;
+}
+
+const Model kLinearBiasGelu{[](int64_t h) {
+  return Ops{std::make_shared<Linear>(h, 4 * h), std::make_shared<Bias>(4 * h, 0.1), std::make_shared<GELU>()};
+}};
+const Model kLinearBiasAdd{[](int64_t h) {
+  return Ops{std::make_shared<Linear>(4 * h, h), std::make_shared<Bias>(h, 0.1), std::make_shared<AddExtraInput>()};
+}, 4, 0};
+const Model kBranchLinear{[](int64_t h) {
+  return Ops{std::make_shared<MakeExtraOutput>(), std::make_shared<Linear>(h, h)};
+}};
+const Model kAddNorm{[](int64_t h) {
+  return Ops{std::make_shared<AddExtraInput>(), std::make_shared<MakeExtraOutput>(), std::make_shared<RMSNorm>(h)};
+}, 1, 1};
+// RMSNorm(x + Linear2(GELU(Linear1(x) + b1)) + b2), x also the extra input.
+const Model kMlpBlock{[](int64_t h) {
+  return Ops{std::make_shared<Linear>(h, 4 * h), std::make_shared<Bias>(4 * h, 0.1), std::make_shared<GELU>(),
+             std::make_shared<Linear>(4 * h, h), std::make_shared<Bias>(h, 0.1), std::make_shared<AddExtraInput>(),
+             std::make_shared<RMSNorm>(h)};
+}, 1, 1};
+
+void BM_LinearBiasGelu_Fused(benchmark::State& s) { run_forward_backward(s, kLinearBiasGelu, true); }
+void BM_LinearBiasGelu_Unfused(benchmark::State& s) { run_forward_backward(s, kLinearBiasGelu, false); }
+void BM_LinearBiasAdd_Fused(benchmark::State& s) {
+  Model m = kLinearBiasAdd;
+  m.extra_inputs = 0;
+  // The residual has the output's shape [tokens, h]: build it inside.
+  const int64_t tokens = s.range(0), h = s.range(1);
+  Sequential seq(m.build(h));
+  Tensor x = randn({tokens, 4 * h}), r = randn({tokens, h});
+  x.set_requires_grad(true);
+  r.set_requires_grad(true);
+  for (auto _ : s) {
+    backward(sum(seq(x, {r}).output));
+    x.zero_grad();
+    r.zero_grad();
+    seq.zero_grad();
+  }
+}
+void BM_LinearBiasAdd_Unfused(benchmark::State& s) {
+  const int64_t tokens = s.range(0), h = s.range(1);
+  Sequential seq(kLinearBiasAdd.build(h));
+  seq.set_fusion_enabled(false);
+  Tensor x = randn({tokens, 4 * h}), r = randn({tokens, h});
+  x.set_requires_grad(true);
+  r.set_requires_grad(true);
+  for (auto _ : s) {
+    backward(sum(seq(x, {r}).output));
+    x.zero_grad();
+    r.zero_grad();
+    seq.zero_grad();
+  }
+}
+void BM_BranchLinear_Fused(benchmark::State& s) { run_forward_backward(s, kBranchLinear, true); }
+void BM_BranchLinear_Unfused(benchmark::State& s) { run_forward_backward(s, kBranchLinear, false); }
+void BM_AddNorm_Fused(benchmark::State& s) { run_forward_backward(s, kAddNorm, true); }
+void BM_AddNorm_Unfused(benchmark::State& s) { run_forward_backward(s, kAddNorm, false); }
+void BM_MlpBlock_Fused(benchmark::State& s) { run_forward_backward(s, kMlpBlock, true); }
+void BM_MlpBlock_Unfused(benchmark::State& s) { run_forward_backward(s, kMlpBlock, false); }
+
+#define SHAPES Args({4096, 256})->Unit(benchmark::kMillisecond)->UseRealTime()
+BENCHMARK(BM_LinearBiasGelu_Fused)->SHAPES;
+BENCHMARK(BM_LinearBiasGelu_Unfused)->SHAPES;
+BENCHMARK(BM_LinearBiasAdd_Fused)->SHAPES;
+BENCHMARK(BM_LinearBiasAdd_Unfused)->SHAPES;
+BENCHMARK(BM_BranchLinear_Fused)->SHAPES;
+BENCHMARK(BM_BranchLinear_Unfused)->SHAPES;
+BENCHMARK(BM_AddNorm_Fused)->SHAPES;
+BENCHMARK(BM_AddNorm_Unfused)->SHAPES;
+BENCHMARK(BM_MlpBlock_Fused)->SHAPES->Args({256, 256});
+BENCHMARK(BM_MlpBlock_Unfused)->SHAPES->Args({256, 256});
+
+// Fusing a list of n Linear, Bias, GELU triples and Identity ops (every fusion function runs).
+void BM_FuseLongList(benchmark::State& state) {
+  Ops ops;
+  for (int64_t i = 0; ops.size() < size_t(state.range(0)); ++i) {
+    ops.push_back(std::make_shared<Linear>(2, 2));
+    ops.push_back(std::make_shared<Bias>(2));
+    ops.push_back(std::make_shared<GELU>());
+    ops.push_back(std::make_shared<Identity>());
+  }
+  Sequential seq(ops);
+  FusionFacts facts;
+  for (auto _ : state) {
+    facts.training = !facts.training;  // a new fact each time: no cache hit
+    benchmark::DoNotOptimize(seq.fused_lists(facts));
+  }
+  state.SetComplexityN(state.range(0));
+}
+BENCHMARK(BM_FuseLongList)->Arg(1000)->Arg(10000)->Complexity(benchmark::oN)->Unit(benchmark::kMillisecond);
+
+// Per-call overhead: a 10-op Sequential on a 1 x 16 input, forward + backward.
+void BM_TinySequential10Ops(benchmark::State& state) {
+  Ops ops;
+  for (int i = 0; i < 3; ++i) {
+    ops.push_back(std::make_shared<Linear>(16, 16));
+    ops.push_back(std::make_shared<Bias>(16));
+    ops.push_back(std::make_shared<GELU>());
+  }
+  ops.push_back(std::make_shared<RMSNorm>(16));
+  Sequential seq(ops);
+  seq.set_fusion_enabled(state.range(0));
+  Tensor x = randn({1, 16});
+  x.set_requires_grad(true);
+  for (auto _ : state) {
+    backward(sum(seq(x)));
+    x.zero_grad();
+    seq.zero_grad();
+  }
+}
+BENCHMARK(BM_TinySequential10Ops)->Arg(1)->Arg(0)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace fuselab
+
+BENCHMARK_MAIN();
