@@ -14,7 +14,6 @@
 #include "autograd/functional.h"
 #include "fuser/sequential.h"
 #include "ops/basic/activation.h"
-#include "ops/basic/bias.h"
 #include "ops/basic/linear.h"
 #include "optim/sgd.h"
 #include "tensor/factories.h"
@@ -97,11 +96,10 @@ int main(int argc, char** argv) {
   make_spirals(300, gen, points, labels);
 
   const int64_t hidden = 64, classes = 3, batch = 128;
-  Sequential model({std::make_shared<Linear>(2, hidden, &gen), std::make_shared<Bias>(hidden, 1 / std::sqrt(2.0), &gen),
-                    std::make_shared<GELU>(), std::make_shared<Linear>(hidden, hidden, &gen),
-                    std::make_shared<Bias>(hidden, 1 / std::sqrt(double(hidden)), &gen), std::make_shared<GELU>(),
-                    std::make_shared<Linear>(hidden, classes, &gen),
-                    std::make_shared<Bias>(classes, 1 / std::sqrt(double(hidden)), &gen)});
+  Sequential model;
+  model.append(linear_with_bias(2, hidden, &gen)).append(std::make_shared<GELU>());
+  model.append(linear_with_bias(hidden, hidden, &gen)).append(std::make_shared<GELU>());
+  model.append(linear_with_bias(hidden, classes, &gen));
   model.set_fusion_enabled(o.fusion);
   SGD sgd(model.parameters(), {0.2, 0.9});
   std::printf("FuseLab spiral MLP: %lld points, 3 classes, %d steps of batch %lld, fusion %s\n%s\n\n",

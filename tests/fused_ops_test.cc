@@ -73,8 +73,12 @@ TEST_P(BuiltinFusion, FiresInItsPass) {
   Sequential seq(c.build(8));
   const std::string text = seq.describe();
   const std::string forward = text.substr(0, text.find('\n')), backward = text.substr(text.find('\n'));
-  if (!c.forward.empty()) EXPECT_NE(forward.find(c.forward), std::string::npos) << text;
-  if (!c.backward.empty()) EXPECT_NE(backward.find(c.backward), std::string::npos) << text;
+  if (!c.forward.empty()) {
+    EXPECT_NE(forward.find(c.forward), std::string::npos) << text;
+  }
+  if (!c.backward.empty()) {
+    EXPECT_NE(backward.find(c.backward), std::string::npos) << text;
+  }
   seq.set_fusion_enabled(false);
   EXPECT_EQ(seq.describe().find("Forward"), std::string::npos);
   EXPECT_EQ(seq.describe().find("Backward"), std::string::npos);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "ops/basic/bias.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
 
@@ -43,6 +44,11 @@ OpBackward Linear::op_backward(OpContext& ctx, const Tensor& dy, const std::vect
   return {ctx.input_requires_grad ? input_grad(dy, saved.weight, saved.input.shape()) : Tensor(),
           {},
           {ctx.params_require_grad.at(0) ? weight_grad(dy, saved.input) : Tensor()}};
+}
+
+std::vector<std::shared_ptr<BasicOp>> linear_with_bias(int64_t in_features, int64_t out_features, Generator* gen) {
+  return {std::make_shared<Linear>(in_features, out_features, gen),
+          std::make_shared<Bias>(out_features, 1.0 / std::sqrt(double(in_features)), gen)};
 }
 
 }  // namespace fuselab

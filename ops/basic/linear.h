@@ -33,4 +33,9 @@ class Linear : public BasicOp {
   int64_t in_, out_;
 };
 
+// The usual "Linear layer with bias" in one call: {Linear, Bias}, both initialized as PyTorch's
+// nn.Linear (bias ~ U(-1/sqrt(in), 1/sqrt(in))). The fuser still sees two basic ops.
+std::vector<std::shared_ptr<BasicOp>> linear_with_bias(int64_t in_features, int64_t out_features,
+                                                       Generator* gen = nullptr);
+
 }  // namespace fuselab
