@@ -62,15 +62,6 @@ class BackwardSquareScale : public FusedOp {
   }
 };
 
-// Fusion functions: a two-op window over the list, matching on basic-op types.
-template <class First, class Second, class Fused>
-OpList fuse_pair(OpList ops, const FusionFacts&) {
-  return fuse_window(ops, 2, [](const BasicOpWindow& w) -> std::optional<WindowMatch> {
-    if (w.size() == 2 && as<First>(w[0]) && as<Second>(w[1])) return WindowMatch{2, std::make_shared<Fused>(first_ops(w, 2))};
-    return std::nullopt;
-  });
-}
-
 struct Result {
   std::vector<float> y, dx, dw;
 };
@@ -95,8 +86,15 @@ int main() {
   Sequential seq({std::make_shared<Linear>(8, 8), std::make_shared<Square>(), std::make_shared<ConstantScale>(0.5)});
   std::printf("Before registering the user fusions:\n%s\n\n", seq.describe().c_str());
 
-  register_forward_fusion("ForwardLinearSquare", fuse_pair<Linear, Square, ForwardLinearSquare>);
-  register_backward_fusion("BackwardSquareScale", fuse_pair<Square, ConstantScale, BackwardSquareScale>);
+  // A fusion function takes the op list (and read-only facts) and returns the rewritten list.
+  // fuse_pairs slides a two-op window over it, matching on basic-op types; fuse_window is the
+  // general form for longer or optional patterns.
+  register_forward_fusion("ForwardLinearSquare", [](OpList ops, const FusionFacts&) {
+    return fuse_pairs<Linear, Square, ForwardLinearSquare>(ops);
+  });
+  register_backward_fusion("BackwardSquareScale", [](OpList ops, const FusionFacts&) {
+    return fuse_pairs<Square, ConstantScale, BackwardSquareScale>(ops);
+  });
   std::printf("After:\n%s\n\n", seq.describe().c_str());
 
   const Tensor x = randn({16, 8});

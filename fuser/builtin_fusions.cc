@@ -50,14 +50,9 @@ OpList fuse_forward_linear_bias_activation(OpList ops, const FusionFacts& facts)
   });
 }
 
-// A two-op backward pattern: First then Second, fused into Fused.
 template <class First, class Second, class Fused>
 OpList fuse_pair(OpList ops, const FusionFacts& facts) {
-  if (!on_cpu(facts)) return ops;
-  return fuse_window(ops, 2, [](const BasicOpWindow& w) -> std::optional<WindowMatch> {
-    if (w.size() < 2 || !as<First>(w[0]) || !as<Second>(w[1])) return std::nullopt;
-    return WindowMatch{2, std::make_shared<Fused>(first_ops(w, 2))};
-  });
+  return on_cpu(facts) ? fuse_pairs<First, Second, Fused>(ops) : ops;
 }
 
 const bool kRegistered = [] {

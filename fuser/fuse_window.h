@@ -37,4 +37,14 @@ Op* as(const std::shared_ptr<BasicOp>& op) {
   return dynamic_cast<Op*>(op.get());
 }
 
+// Replaces every First directly followed by Second with Fused(First, Second): the most common
+// shape of a fusion function.
+template <class First, class Second, class Fused>
+OpList fuse_pairs(const OpList& ops) {
+  return fuse_window(ops, 2, [](const BasicOpWindow& w) -> std::optional<WindowMatch> {
+    if (w.size() < 2 || !as<First>(w[0]) || !as<Second>(w[1])) return std::nullopt;
+    return WindowMatch{2, std::make_shared<Fused>(first_ops(w, 2))};
+  });
+}
+
 }  // namespace fuselab

@@ -70,13 +70,7 @@ class ForwardAxpy : public FusedOp {
   static inline int calls = 0;
 };
 
-OpList fuse_axpy(OpList ops, const FusionFacts&) {
-  return fuse_window(ops, 2, [](const BasicOpWindow& w) -> std::optional<WindowMatch> {
-    if (w.size() == 2 && as<ConstantScale>(w[0]) && as<AddExtraInput>(w[1]))
-      return WindowMatch{2, std::make_shared<ForwardAxpy>(first_ops(w, 2))};
-    return std::nullopt;
-  });
-}
+OpList fuse_axpy(OpList ops, const FusionFacts&) { return fuse_pairs<ConstantScale, AddExtraInput, ForwardAxpy>(ops); }
 
 TEST(UserFusions, ForwardOnlyFusedOpWithUnfusedBackward) {
   ScopedFusion fusion(register_forward_fusion("axpy", fuse_axpy));
@@ -107,11 +101,7 @@ class CustomForwardLinearSiLU : public FusedOp {
 
 TEST(UserFusions, ForwardFusedOpFillsTheContextsTheUnfusedBackwardReads) {
   ScopedFusion fusion(register_forward_fusion("linear_silu", [](OpList ops, const FusionFacts&) {
-    return fuse_window(ops, 2, [](const BasicOpWindow& w) -> std::optional<WindowMatch> {
-      if (w.size() == 2 && as<Linear>(w[0]) && as<SiLU>(w[1]))
-        return WindowMatch{2, std::make_shared<CustomForwardLinearSiLU>(first_ops(w, 2))};
-      return std::nullopt;
-    });
+    return fuse_pairs<Linear, SiLU, CustomForwardLinearSiLU>(ops);
   }));
   Sequential seq({std::make_shared<Linear>(11, 11), std::make_shared<SiLU>()});
   ASSERT_EQ(seq.fused_lists()->forward.ops.size(), 1u);
@@ -141,13 +131,7 @@ TEST(UserFusions, BackwardFusedOpPrependedWinsOverTheBuiltin) {
   EXPECT_NE(seq.describe().find("backward: [BackwardLinearAdd(makeextraoutput0, linear0)]"), std::string::npos);
   ScopedFusion fusion(register_backward_fusion(
       "custom_linear_add",
-      [](OpList ops, const FusionFacts&) {
-        return fuse_window(ops, 2, [](const BasicOpWindow& w) -> std::optional<WindowMatch> {
-          if (w.size() == 2 && as<MakeExtraOutput>(w[0]) && as<Linear>(w[1]))
-            return WindowMatch{2, std::make_shared<CustomBackwardLinearAdd>(first_ops(w, 2))};
-          return std::nullopt;
-        });
-      },
+      [](OpList ops, const FusionFacts&) { return fuse_pairs<MakeExtraOutput, Linear, CustomBackwardLinearAdd>(ops); },
       /*prepend=*/true));
   EXPECT_NE(seq.describe().find("backward: [CustomBackwardLinearAdd(makeextraoutput0, linear0)]"), std::string::npos)
       << seq.describe();
@@ -180,11 +164,7 @@ class CustomLinearSiLU : public FusedOp {
 
 TEST(UserFusions, JointFusedOpIsTheSameObjectInBothLists) {
   ScopedFusion fusion(register_forward_backward_fusion("joint_linear_silu", [](OpList ops, const FusionFacts&) {
-    return fuse_window(ops, 2, [](const BasicOpWindow& w) -> std::optional<WindowMatch> {
-      if (w.size() == 2 && as<Linear>(w[0]) && as<SiLU>(w[1]))
-        return WindowMatch{2, std::make_shared<CustomLinearSiLU>(first_ops(w, 2))};
-      return std::nullopt;
-    });
+    return fuse_pairs<Linear, SiLU, CustomLinearSiLU>(ops);
   }));
   Sequential seq({std::make_shared<Linear>(11, 11), std::make_shared<SiLU>()});
   const auto lists = seq.fused_lists();

@@ -9,6 +9,7 @@
 // has no branch on which one it is.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -19,7 +20,7 @@ namespace fuselab::kernels::cpu {
 // x = n ln2 + r with |r| <= ln2/2, e^r from Cephes' degree-6 polynomial (about 1 ulp), and 2^n
 // written straight into the exponent bits. Double keeps std::exp: it is the precise reference.
 inline float exp_approx(float x) {
-  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
+  x = std::min(std::max(x, -87.0f), 88.0f);
   // Round to nearest by adding and subtracting 1.5 * 2^23 (nearbyint does not vectorize on SSE2).
   const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;  // ln2 split in a high and a low part
@@ -39,7 +40,7 @@ inline double exp_approx(double x) { return std::exp(x); }
 
 // tanh(u) = 1 - 2 / (e^(2u) + 1); beyond |u| = 10 it rounds to +-1 in float.
 inline float tanh_approx(float u) {
-  u = u < -10.0f ? -10.0f : u > 10.0f ? 10.0f : u;
+  u = std::min(std::max(u, -10.0f), 10.0f);
   return 1.0f - 2.0f / (exp_approx(2.0f * u) + 1.0f);
 }
 inline double tanh_approx(double u) { return std::tanh(u); }

@@ -1,8 +1,13 @@
-// GEMMs with their epilogue applied while the output is still in cache.
+// GEMMs followed by their epilogue in a single pass over the output.
 //
-// x is [rows, in], W is [out, in], b is [out]. The rows are processed in panels sized so one
-// panel of output fits in L2: each panel's GEMM is followed at once by its epilogue, instead of
-// one GEMM over all rows and a second pass that reads the whole output back from memory.
+// x is [rows, in], W is [out, in], b is [out]. Unfused, Linear+Bias+GELU makes three passes over
+// the [rows, out] output (GEMM write, bias read+write, activation read+write) and Linear+Bias+Add
+// makes three as well; fused, each makes two: the GEMM, then one parallel pass that applies
+// everything else.
+//
+// (Row panels sized to stay in L2, each GEMM'd and finished at once, were tried first: OpenBLAS
+// repacks W for every panel and parallelizes small GEMMs badly, so on 2 threads the panelled
+// fused op was slower than unfused. See bench/RESULTS.md.)
 #pragma once
 
 #include <cstdint>
@@ -11,18 +16,15 @@
 
 namespace fuselab::kernels::cpu {
 
-// pre = x W^T + b;  y = act(pre). Without an activation (has_activation false) y = pre and
-// pre may be null; pre may also be null when the caller does not need it.
+// pre = x W^T + b;  y = act(pre). Without an activation (has_activation false) y = pre. pre may
+// be null when the caller does not need it.
 template <class T>
 void linear_bias_activation_forward(const T* x, const T* w, const T* b, bool has_activation, Activation act,
                                     T* pre, T* y, int64_t rows, int64_t in, int64_t out);
 
-// y = residual + x W^T (+ b): y holds the residual on entry and the GEMM accumulates into it
-// (beta = 1). b may be null.
+// y = x W^T (+ b) + residual. b may be null.
 template <class T>
-void linear_bias_add_forward(const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t in, int64_t out);
-
-// Rows per panel so that a panel of `out` outputs stays in L2.
-int64_t epilogue_panel_rows(int64_t out, int64_t element_size);
+void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residual, T* y, int64_t rows, int64_t in,
+                             int64_t out);
 
 }  // namespace fuselab::kernels::cpu

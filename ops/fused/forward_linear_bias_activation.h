@@ -1,7 +1,8 @@
 // ForwardLinearBiasActivation: Linear, Bias and an optional ReLU/GELU/SiLU in one forward call.
 //   pre = x W^T + b,  y = act(pre)
-// The bias and activation run on each row panel of the GEMM output while it is in cache
-// (kernels/cpu/linear_epilogue.h). Fills LinearSaved {x, W} and ActivationSaved {pre}.
+// After the GEMM, one pass applies the bias and the activation and keeps pre for the backward,
+// instead of one pass for each (kernels/cpu/linear_epilogue.h). Fills LinearSaved {x, W} and
+// ActivationSaved {pre}.
 #pragma once
 
 #include "ops/fused_op.h"

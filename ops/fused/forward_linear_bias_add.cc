@@ -4,6 +4,7 @@
 #include "ops/basic/bias.h"
 #include "ops/basic/linear.h"
 #include "tensor/dispatch.h"
+#include "tensor/factories.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
@@ -23,12 +24,13 @@ FusedForward ForwardLinearBiasAdd::fuser_forward(const std::vector<OpContext*>& 
         describe(), ": extra input ", residual.defined() ? residual.shape() : Shape{}, " must match the output ",
         out_shape, " ", x.dtype(), " on ", x.device());
 
-  Tensor y = residual.clone();
+  Tensor y = empty(out_shape, x.dtype());
   dispatch_floating(x.dtype(), "ForwardLinearBiasAdd", [&](auto zero) {
     using T = decltype(zero);
     const T* b = has_bias ? op<Bias>(1).bias().data<T>() : nullptr;
-    kernels::cpu::linear_bias_add_forward<T>(x.data<T>(), linear.weight().data<T>(), b, y.data<T>(),
-                                             math::rows_of(x), linear.in_features(), linear.out_features());
+    kernels::cpu::linear_bias_add_forward<T>(x.data<T>(), linear.weight().data<T>(), b, residual.data<T>(),
+                                             y.data<T>(), math::rows_of(x), linear.in_features(),
+                                             linear.out_features());
   });
   Linear::save_for_backward(*ctxs[0], x, linear.weight());
   return {y, TensorLists(basic_ops().size())};

@@ -1,6 +1,6 @@
 // ForwardLinearBiasAdd: Linear, an optional Bias and AddExtraInput in one forward call.
-//   y = r + x W^T (+ b): the GEMM accumulates into a copy of the residual r (beta = 1), so the
-// separate add pass and its extra read and write of y are gone. Fills LinearSaved {x, W}.
+//   y = x W^T (+ b) + r: after the GEMM, one pass adds the bias and the residual r, instead of
+// one pass for each (kernels/cpu/linear_epilogue.h). Fills LinearSaved {x, W}.
 #pragma once
 
 #include "ops/fused_op.h"
