@@ -113,6 +113,132 @@ struct OperationFuser::CallState {
   DType dtype;
 };
 
+namespace {
+
+// The dtype fusion sees: the parameters' (the input may hold integer ids).
+DType compute_dtype(const std::vector<std::shared_ptr<BasicOp>>& ops, const Tensor& input) {
+  for (const auto& op : ops) {
+    if (!op->parameters().empty()) return op->parameters()[0].dtype();
+  }
+  return input.dtype();
+}
+
+// Fills each context's grad requirements: an op's input needs a grad when anything before it
+// (the input, a parameter, an extra input) does; a channel input when its producer's input does.
+void set_grad_requirements(std::vector<OpContext>& ctxs, const std::vector<std::shared_ptr<BasicOp>>& ops,
+                           const ChannelPlan& plan, const Tensor& input, const std::vector<Tensor>& extra_inputs,
+                           bool record, bool training) {
+  bool upstream_needs_grad = record && input.requires_grad();
+  std::vector<bool> produces_grad(ops.size());
+  for (size_t i = 0; i < ops.size(); ++i) {
+    OpContext& ctx = ctxs[i];
+    ctx.training = training;
+    ctx.input_requires_grad = upstream_needs_grad;
+    for (const Tensor& p : ops[i]->parameters()) ctx.params_require_grad.push_back(record && p.requires_grad());
+    for (const ExtraInputSource& source : plan.inputs[i]) {
+      ctx.extra_inputs_require_grad |= source.caller_index >= 0
+                                           ? record && extra_inputs[source.caller_index].requires_grad()
+                                           : bool(produces_grad[source.producer.op]);
+    }
+    upstream_needs_grad = ctx.requires_backward();
+    produces_grad[i] = upstream_needs_grad;
+  }
+}
+
+// Checks what a fused op's forward returned for the basic ops it covers.
+void check_forward_result(const FusedForward& result, const FusibleOp& fused, const std::vector<size_t>& cover,
+                          const std::vector<std::shared_ptr<BasicOp>>& ops, const ChannelPlan& plan) {
+  const std::string who = fused.describe();
+  check(result.output.defined(), who, " forward returned no output");
+  check(result.extra_outputs.size() == cover.size(), who, " forward returned extra outputs for ",
+        result.extra_outputs.size(), " basic ops, expected ", cover.size());
+  for (size_t c = 0; c < cover.size(); ++c) {
+    const size_t i = cover[c];
+    check(int(result.extra_outputs[c].size()) == ops[i]->num_extra_outputs(), who, " forward returned ",
+          result.extra_outputs[c].size(), " extra outputs for ", ops[i]->describe(), ", expected ",
+          ops[i]->num_extra_outputs());
+    for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
+      bool used_outside = plan.output_caller_index[i][s] >= 0;
+      for (size_t consumer : plan.consumers[i][s]) used_outside |= consumer > cover.back();
+      check(result.extra_outputs[c][s].defined() || !used_outside, who, " forward left extra output ", s, " of ",
+            ops[i]->describe(), " undefined, but it is used outside this fused op");
+    }
+  }
+}
+
+// Checks what a fused op's backward returned for the basic ops it covers.
+void check_backward_result(const FusedBackward& result, const FusibleOp& fused, const std::vector<size_t>& cover,
+                           const std::vector<std::shared_ptr<BasicOp>>& ops, bool input_requires_grad) {
+  const std::string who = fused.describe();
+  check(result.grad_params.size() == cover.size() && result.grad_extra_inputs.size() == cover.size(), who,
+        " backward returned grads for ", result.grad_params.size(), " (params) and ", result.grad_extra_inputs.size(),
+        " (extra inputs) basic ops, expected ", cover.size());
+  check(result.grad_input.defined() || !input_requires_grad, who,
+        " backward returned no input grad, but its input requires one");
+  for (size_t c = 0; c < cover.size(); ++c) {
+    const BasicOp& op = *ops[cover[c]];
+    const auto& params = op.parameters();
+    check(result.grad_params[c].size() == params.size(), who, " backward returned ", result.grad_params[c].size(),
+          " param grads for ", op.describe(), ", expected ", params.size());
+    check(int(result.grad_extra_inputs[c].size()) == op.num_extra_inputs(), who, " backward returned ",
+          result.grad_extra_inputs[c].size(), " extra-input grads for ", op.describe(), ", expected ",
+          op.num_extra_inputs());
+    for (size_t p = 0; p < params.size(); ++p) {
+      const Tensor& g = result.grad_params[c][p];
+      check(!g.defined() || g.shape() == params[p].shape(), who, " backward: grad of ", op.describe(), ".",
+            op.parameter_names()[p], " has shape ", g.defined() ? g.shape() : Shape{}, ", expected ",
+            params[p].shape());
+    }
+  }
+}
+
+// into += grad, out of place (grads in flight may be shared); an undefined grad counts as zero.
+void accumulate(Tensor& into, const Tensor& grad) {
+  if (!grad.defined()) return;
+  if (!into.defined()) {
+    into = grad;
+    return;
+  }
+  Tensor sum = into.clone();
+  math::add_(sum, grad);
+  into = sum;
+}
+
+}  // namespace
+
+Tensor OperationFuser::run_forward(CallState& state, const Tensor& input, const std::vector<Tensor>& extra_inputs,
+                                   std::vector<std::vector<Tensor>>& extra_values) {
+  const auto& ops = state.program->ops;
+  const ChannelPlan& plan = state.program->plan;
+  NoGradGuard no_grad;  // the ops compute untracked; the whole call is one tape node
+  Tensor x = input;
+  const IndexedOpList& forward = state.lists->forward;
+  for (size_t k = 0; k < forward.ops.size(); ++k) {
+    const auto& cover = forward.covers[k];
+    TensorLists extra_in(cover.size());
+    std::vector<OpContext*> ctxs;
+    for (size_t c = 0; c < cover.size(); ++c) {
+      ctxs.push_back(&state.ctxs[cover[c]]);
+      for (const ExtraInputSource& source : plan.inputs[cover[c]]) {
+        const bool inside = source.caller_index < 0 && source.producer.op >= cover.front();  // wired by the op
+        extra_in[c].push_back(source.caller_index >= 0 ? extra_inputs[source.caller_index]
+                              : inside                 ? Tensor()
+                                                       : extra_values[source.producer.op][source.producer.slot]);
+      }
+    }
+    FusedForward result = forward.ops[k]->fuser_forward(ctxs, x, extra_in);
+    check_forward_result(result, *forward.ops[k], cover, ops, plan);
+    for (size_t c = 0; c < cover.size(); ++c) {
+      for (const Tensor& value : result.extra_outputs[c]) {
+        state.extra_output_shapes[cover[c]].push_back(value.defined() ? value.shape() : Shape{});
+      }
+      extra_values[cover[c]] = std::move(result.extra_outputs[c]);
+    }
+    x = result.output;
+  }
+  return x;
+}
+
 SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tensor>& extra_inputs, bool training,
                                      bool fuse) {
   const auto& ops = program_->ops;
@@ -125,111 +251,47 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   for (const auto& op : ops) node_inputs.insert(node_inputs.end(), op->parameters().begin(), op->parameters().end());
   const bool record = should_record(node_inputs);
 
-  DType dtype = input.dtype();
-  for (const auto& op : ops) {
-    if (!op->parameters().empty()) {
-      dtype = op->parameters()[0].dtype();
-      break;
-    }
-  }
   auto state = std::make_shared<CallState>();
   state->program = program_;
-  state->lists = lists({input.device(), dtype, training, record}, fuse);
+  state->dtype = compute_dtype(ops, input);
+  state->lists = lists({input.device(), state->dtype, training, record}, fuse);
   state->ctxs.resize(ops.size());
   state->extra_output_shapes.resize(ops.size());
-  state->dtype = dtype;
-
-  // Which ops must produce which grads: an op's input needs a grad when anything before it does.
-  bool upstream_needs_grad = record && input.requires_grad();
-  std::vector<bool> output_needs_grad(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i) {
-    OpContext& ctx = state->ctxs[i];
-    ctx.training = training;
-    ctx.input_requires_grad = upstream_needs_grad;
-    for (const Tensor& p : ops[i]->parameters()) ctx.params_require_grad.push_back(record && p.requires_grad());
-    for (const ExtraInputSource& source : plan.inputs[i]) {
-      ctx.extra_inputs_require_grad |= source.caller_index >= 0
-                                           ? record && extra_inputs[source.caller_index].requires_grad()
-                                           : bool(output_needs_grad[source.producer.op]);
-    }
-    upstream_needs_grad = ctx.requires_backward();
-    output_needs_grad[i] = upstream_needs_grad;
-  }
+  set_grad_requirements(state->ctxs, ops, plan, input, extra_inputs, record, training);
 
   std::vector<std::vector<Tensor>> extra_values(ops.size());
-  Tensor x = input;
-  {
-    NoGradGuard no_grad;  // the ops compute untracked; this whole call is one tape node
-    const IndexedOpList& forward = state->lists->forward;
-    for (size_t k = 0; k < forward.ops.size(); ++k) {
-      const auto& cover = forward.covers[k];
-      TensorLists extra_in(cover.size());
-      std::vector<OpContext*> ctxs;
-      for (size_t c = 0; c < cover.size(); ++c) {
-        const size_t i = cover[c];
-        ctxs.push_back(&state->ctxs[i]);
-        for (const ExtraInputSource& source : plan.inputs[i]) {
-          const bool inside = source.caller_index < 0 && source.producer.op >= cover.front();
-          extra_in[c].push_back(source.caller_index >= 0 ? extra_inputs[source.caller_index]
-                                : inside                 ? Tensor()
-                                                         : extra_values[source.producer.op][source.producer.slot]);
-        }
-      }
-      FusedForward result = forward.ops[k]->fuser_forward(ctxs, x, extra_in);
-      const std::string who = forward.ops[k]->describe();
-      check(result.output.defined(), who, " forward returned no output");
-      check(result.extra_outputs.size() == cover.size(), who, " forward returned extra outputs for ",
-            result.extra_outputs.size(), " basic ops, expected ", cover.size());
-      for (size_t c = 0; c < cover.size(); ++c) {
-        const size_t i = cover[c];
-        check(int(result.extra_outputs[c].size()) == ops[i]->num_extra_outputs(), who, " forward returned ",
-              result.extra_outputs[c].size(), " extra outputs for ", ops[i]->describe(), ", expected ",
-              ops[i]->num_extra_outputs());
-        for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
-          const Tensor& value = result.extra_outputs[c][s];
-          bool consumed_outside = plan.output_caller_index[i][s] >= 0;
-          for (size_t consumer : plan.consumers[i][s]) consumed_outside |= consumer > cover.back();
-          check(value.defined() || !consumed_outside, who, " forward left extra output ", s, " of ",
-                ops[i]->describe(), " undefined, but it is used outside this fused op");
-          state->extra_output_shapes[i].push_back(value.defined() ? value.shape() : Shape{});
-        }
-        extra_values[i] = result.extra_outputs[c];
-      }
-      x = result.output;
-    }
-  }
+  const Tensor y = run_forward(*state, input, extra_inputs, extra_values);
+  state->output_shape = y.shape();
 
   // Fresh tensors for the caller: the tape marks them, never the ops' inputs they may alias.
-  SequentialOutput out{x.detach(), {}};
-  std::vector<Tensor> node_outputs{out.output};
+  SequentialOutput out{y.detach(), {}};
   for (size_t i = 0; i < ops.size(); ++i) {
     for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
-      if (plan.output_caller_index[i][s] < 0) continue;
-      out.extra_outputs.push_back(extra_values[i][s].detach());
-      node_outputs.push_back(out.extra_outputs.back());
+      if (plan.output_caller_index[i][s] >= 0) out.extra_outputs.push_back(extra_values[i][s].detach());
     }
   }
-  if (!record) return out;
-  state->output_shape = x.shape();
-
-  current_tape().record("Sequential", node_inputs, node_outputs,
-                        [state](const std::vector<Tensor>& grads, const std::vector<bool>&) {
-                          return backward(*state, grads);
-                        });
+  if (record) {
+    std::vector<Tensor> node_outputs{out.output};
+    node_outputs.insert(node_outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
+    current_tape().record("Sequential", node_inputs, node_outputs,
+                          [state](const std::vector<Tensor>& grads, const std::vector<bool>&) {
+                            return backward(*state, grads);
+                          });
+  }
   return out;
 }
 
 std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector<Tensor>& grads) {
   const auto& ops = state.program->ops;
   const ChannelPlan& plan = state.program->plan;
-  const int first_param_input = 1 + plan.num_caller_inputs;
-  std::vector<Tensor> input_grads(first_param_input);
-  std::vector<int> param_offset(ops.size());
-  for (size_t i = 0, offset = first_param_input; i < ops.size(); offset += ops[i]->parameters().size(), ++i) {
-    param_offset[i] = int(offset);
+  // The node's inputs: the input, the caller's extra inputs, then every op's parameters.
+  std::vector<size_t> param_offset(ops.size());
+  size_t num_inputs = 1 + plan.num_caller_inputs;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    param_offset[i] = num_inputs;
+    num_inputs += ops[i]->parameters().size();
   }
-  input_grads.resize(param_offset.empty() ? first_param_input
-                                          : param_offset.back() + ops.back()->parameters().size());
+  std::vector<Tensor> input_grads(num_inputs);
 
   // Grads of every extra output: from the caller, then summed from the channel consumers.
   std::vector<std::vector<Tensor>> extra_output_grads(ops.size());
@@ -240,65 +302,40 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
       if (caller >= 0) extra_output_grads[i][s] = grads[1 + caller];
     }
   }
-  auto accumulate = [](Tensor& into, const Tensor& grad) {
-    if (!grad.defined()) return;
-    if (!into.defined()) {
-      into = grad;
-    } else {
-      Tensor sum = into.clone();
-      math::add_(sum, grad);
-      into = sum;
-    }
-  };
 
   Tensor dy = grads[0].defined() ? grads[0] : zeros(state.output_shape, state.dtype);
   const IndexedOpList& backward = state.lists->backward;
+  bool reached_input = true;
   for (size_t k = backward.ops.size(); k-- > 0;) {
     const auto& cover = backward.covers[k];
     std::vector<OpContext*> ctxs;
     bool any_backward = false;
-    for (size_t i : cover) {
-      ctxs.push_back(&state.ctxs[i]);
-      any_backward |= state.ctxs[i].requires_backward();
-    }
-    if (!any_backward) break;  // nothing earlier needs a grad either
     TensorLists grad_extra_outputs(cover.size());
     for (size_t c = 0; c < cover.size(); ++c) {
       const size_t i = cover[c];
+      ctxs.push_back(&state.ctxs[i]);
+      any_backward |= state.ctxs[i].requires_backward();
       for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
         const Tensor& g = extra_output_grads[i][s];
         grad_extra_outputs[c].push_back(g.defined() ? g : zeros(state.extra_output_shapes[i][s], state.dtype));
       }
     }
-    FusedBackward result = backward.ops[k]->fuser_backward(ctxs, dy, grad_extra_outputs);
+    if (!any_backward) {  // nothing earlier needs a grad either
+      reached_input = false;
+      break;
+    }
 
-    const std::string who = backward.ops[k]->describe();
-    check(result.grad_params.size() == cover.size() && result.grad_extra_inputs.size() == cover.size(), who,
-          " backward returned grads for ", result.grad_params.size(), " (params) and ",
-          result.grad_extra_inputs.size(), " (extra inputs) basic ops, expected ", cover.size());
-    check(result.grad_input.defined() || !state.ctxs[cover.front()].input_requires_grad, who,
-          " backward returned no input grad, but its input requires one");
+    FusedBackward result = backward.ops[k]->fuser_backward(ctxs, dy, grad_extra_outputs);
+    check_backward_result(result, *backward.ops[k], cover, ops, state.ctxs[cover.front()].input_requires_grad);
     for (size_t c = 0; c < cover.size(); ++c) {
       const size_t i = cover[c];
-      const auto& params = ops[i]->parameters();
-      check(result.grad_params[c].size() == params.size(), who, " backward returned ", result.grad_params[c].size(),
-            " param grads for ", ops[i]->describe(), ", expected ", params.size());
-      check(int(result.grad_extra_inputs[c].size()) == ops[i]->num_extra_inputs(), who, " backward returned ",
-            result.grad_extra_inputs[c].size(), " extra-input grads for ", ops[i]->describe(), ", expected ",
-            ops[i]->num_extra_inputs());
-      for (size_t p = 0; p < params.size(); ++p) {
-        const Tensor& g = result.grad_params[c][p];
-        check(!g.defined() || g.shape() == params[p].shape(), who, " backward: grad of ", ops[i]->describe(), ".",
-              ops[i]->parameter_names()[p], " has shape ", g.defined() ? g.shape() : Shape{}, ", expected ",
-              params[p].shape());
-        input_grads[param_offset[i] + p] = g;
-      }
+      for (size_t p = 0; p < result.grad_params[c].size(); ++p) input_grads[param_offset[i] + p] = result.grad_params[c][p];
       for (int s = 0; s < ops[i]->num_extra_inputs(); ++s) {
         const ExtraInputSource& source = plan.inputs[i][s];
         const Tensor& g = result.grad_extra_inputs[c][s];
         if (source.caller_index >= 0) {
           accumulate(input_grads[1 + source.caller_index], g);
-        } else if (source.producer.op < cover.front()) {  // inside this fused op: wired by it
+        } else if (source.producer.op < cover.front()) {  // a producer inside this op is wired by it
           accumulate(extra_output_grads[source.producer.op][source.producer.slot], g);
         }
       }
@@ -306,7 +343,7 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
     }
     dy = result.grad_input;
   }
-  input_grads[0] = dy;
+  input_grads[0] = reached_input ? dy : Tensor();
   state.ctxs.clear();
   return input_grads;
 }

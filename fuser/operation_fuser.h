@@ -51,6 +51,8 @@ class OperationFuser {
     ChannelPlan plan;
   };
   struct CallState;
+  static Tensor run_forward(CallState& state, const Tensor& input, const std::vector<Tensor>& extra_inputs,
+                            std::vector<std::vector<Tensor>>& extra_values);
   static std::vector<Tensor> backward(CallState& state, const std::vector<Tensor>& grads);
   FusedLists fuse_lists(const FusionFacts& facts) const;
   IndexedOpList check_cover(const OpList& ops, const std::string& fusion, const char* pass,
