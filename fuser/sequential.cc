@@ -1,7 +1,6 @@
 #include "fuser/sequential.h"
 
 #include <cctype>
-#include <map>
 
 #include "autograd/grad_mode.h"
 
