@@ -52,6 +52,14 @@ std::vector<Tensor> Sequential::parameters() const {
   return params;
 }
 
+NamedTensors Sequential::named_parameters() const {
+  NamedTensors named;
+  for (const auto& op : ops_) {
+    for (size_t p = 0; p < op->parameters().size(); ++p) named[op->name() + "." + op->parameter_names()[p]] = op->parameters()[p];
+  }
+  return named;
+}
+
 void Sequential::zero_grad() {
   for (Tensor& p : parameters()) p.zero_grad();
 }

@@ -14,6 +14,7 @@
 
 #include "fuser/operation_fuser.h"
 #include "ops/basic_op.h"
+#include "tensor/safetensors.h"  // NamedTensors
 
 namespace fuselab {
 
@@ -31,6 +32,8 @@ class Sequential {
 
   const std::vector<std::shared_ptr<BasicOp>>& ops() const { return ops_; }
   std::vector<Tensor> parameters() const;
+  // Parameters under "<op name>.<parameter name>", e.g. "linear0.weight": checkpoint keys.
+  NamedTensors named_parameters() const;
   void zero_grad();
 
   Sequential& train(bool on = true);

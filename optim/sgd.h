@@ -6,9 +6,7 @@
 //   p = p - lr * g
 #pragma once
 
-#include <vector>
-
-#include "tensor/tensor.h"
+#include "optim/optimizer.h"
 
 namespace fuselab {
 
@@ -19,16 +17,13 @@ struct SGDOptions {
   bool nesterov = false;
 };
 
-class SGD {
+class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);
-  void step();  // parameters without a grad are skipped
-  void zero_grad();
-  const SGDOptions& options() const { return options_; }
+  void step() override;
 
  private:
-  std::vector<Tensor> params_;
-  std::vector<Tensor> momentum_buffers_;
+  std::vector<std::string> buffer_names() const override { return {"momentum_buffer"}; }
   SGDOptions options_;
 };
 

@@ -10,6 +10,7 @@ packages=(
   libgtest-dev      # GoogleTest
   libbenchmark-dev  # Google Benchmark
   libopenblas-dev   # GEMMs (loaded at run time: kernels/cpu/openblas.h)
+  nlohmann-json3-dev  # the safetensors header
 )
 
 missing=()

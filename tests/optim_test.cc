@@ -1,0 +1,171 @@
+// Optimizers, the schedule and clipping against hand-computed values; state round-trips.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "optim/adamw.h"
+#include "optim/checkpoint.h"
+#include "optim/clip.h"
+#include "optim/schedule.h"
+#include "optim/sgd.h"
+#include "tensor/factories.h"
+
+namespace fuselab {
+namespace {
+
+Tensor param(double value) {
+  Tensor p = full({1}, value, DType::Float64);
+  p.set_requires_grad(true);
+  return p;
+}
+
+// Runs `steps` steps with a constant grad g and returns the parameter after each.
+template <class Opt, class Options>
+std::vector<double> run(Options options, double start, double g, int steps) {
+  Tensor p = param(start);
+  Opt opt({p}, options);
+  std::vector<double> values;
+  for (int i = 0; i < steps; ++i) {
+    p.set_grad(full({1}, g, DType::Float64));
+    opt.step();
+    values.push_back(p.item());
+  }
+  return values;
+}
+
+std::vector<double> trajectory(SGDOptions options, double start, double g, int steps) {
+  return run<SGD>(options, start, g, steps);
+}
+
+TEST(SGD, PlainStep) {
+  const auto v = trajectory({0.1}, 1.0, 2.0, 2);
+  EXPECT_DOUBLE_EQ(v[0], 0.8);
+  EXPECT_DOUBLE_EQ(v[1], 0.6);
+}
+
+TEST(SGD, MomentumAccumulates) {
+  // b1 = 2, p1 = 1 - 0.1*2 = 0.8; b2 = 0.9*2 + 2 = 3.8, p2 = 0.8 - 0.38 = 0.42
+  const auto v = trajectory({0.1, 0.9}, 1.0, 2.0, 2);
+  EXPECT_NEAR(v[0], 0.8, 1e-15);
+  EXPECT_NEAR(v[1], 0.42, 1e-15);
+}
+
+TEST(SGD, NesterovLooksAhead) {
+  // b1 = 2, d1 = 2 + 0.9*2 = 3.8, p1 = 1 - 0.38 = 0.62; b2 = 3.8, d2 = 2 + 3.42 = 5.42, p2 = 0.62 - 0.542
+  const auto v = trajectory({0.1, 0.9, 0, true}, 1.0, 2.0, 2);
+  EXPECT_NEAR(v[0], 0.62, 1e-15);
+  EXPECT_NEAR(v[1], 0.078, 1e-15);
+}
+
+TEST(SGD, WeightDecayAddsToTheGrad) {
+  // d = 2 + 0.5 * 1 = 2.5, p = 1 - 0.25
+  EXPECT_NEAR(trajectory({0.1, 0, 0.5}, 1.0, 2.0, 1)[0], 0.75, 1e-15);
+}
+
+TEST(SGD, SkipsParametersWithoutGradAndRejectsBadOptions) {
+  Tensor p = param(3);
+  SGD sgd({p}, {0.1});
+  sgd.step();
+  EXPECT_EQ(p.item(), 3);
+  EXPECT_THROW(SGD({p}, {-1.0}), Error);
+  EXPECT_THROW(SGD({p}, {0.1, 0, 0, true}), Error);
+}
+
+TEST(AdamW, FirstStepsByHand) {
+  // t=1: m = 0.1 g, v = 0.001 g^2; m^ = g, v^ = g^2; p = p (1 - lr wd) - lr g / (|g| + eps)
+  const AdamWOptions o{0.1, 0.9, 0.999, 1e-8, 0.5};
+  const double g = 2.0;
+  const auto v = run<AdamW>(o, 1.0, g, 2);
+  const double p1 = 1.0 * (1 - 0.1 * 0.5) - 0.1 * 2.0 / (2.0 + 1e-8);
+  EXPECT_NEAR(v[0], p1, 1e-12);
+  // t=2: m = 0.9*0.2 + 0.2 = 0.38, v = 0.999*0.004 + 0.004 = 0.007996
+  const double m2 = 0.38 / (1 - 0.81), v2 = 0.007996 / (1 - 0.998001);
+  EXPECT_NEAR(v[1], p1 * (1 - 0.05) - 0.1 * m2 / (std::sqrt(v2) + 1e-8), 1e-12);
+}
+
+TEST(Schedule, WarmupThenCosineToMin) {
+  EXPECT_DOUBLE_EQ(cosine_with_warmup(0, 10, 110, 1.0, 0.1), 0.1);
+  EXPECT_DOUBLE_EQ(cosine_with_warmup(9, 10, 110, 1.0, 0.1), 1.0);
+  EXPECT_DOUBLE_EQ(cosine_with_warmup(10, 10, 110, 1.0, 0.1), 1.0);
+  EXPECT_NEAR(cosine_with_warmup(60, 10, 110, 1.0, 0.1), 0.55, 1e-12);
+  EXPECT_DOUBLE_EQ(cosine_with_warmup(110, 10, 110, 1.0, 0.1), 0.1);
+  EXPECT_DOUBLE_EQ(cosine_with_warmup(500, 10, 110, 1.0, 0.1), 0.1);
+  EXPECT_THROW(cosine_with_warmup(0, 20, 10, 1.0), Error);
+}
+
+TEST(Clip, ScalesToTheGlobalNorm) {
+  Tensor a = param(0), b = param(0);
+  a.set_grad(full({1}, 3.0, DType::Float64));
+  b.set_grad(full({1}, 4.0, DType::Float64));
+  EXPECT_DOUBLE_EQ(clip_grad_norm({a, b}, 10.0), 5.0);
+  EXPECT_DOUBLE_EQ(a.grad().item(), 3.0);  // under the limit: unchanged
+  EXPECT_DOUBLE_EQ(clip_grad_norm({a, b}, 1.0), 5.0);
+  EXPECT_NEAR(a.grad().item(), 3.0 / (5.0 + 1e-6), 1e-12);
+  EXPECT_NEAR(b.grad().item(), 4.0 / (5.0 + 1e-6), 1e-12);
+}
+
+TEST(OptimizerState, RoundTripContinuesIdentically) {
+  auto make = [] {
+    Tensor p = from_vector<double>({1, -2, 3}, {3});
+    p.set_requires_grad(true);
+    return p;
+  };
+  auto grad_at = [](int step) { return from_vector<double>({0.1 * step, -0.2, 0.3 / (step + 1)}, {3}); };
+  Tensor p = make();
+  AdamW reference({p}, {});
+  for (int s = 0; s < 6; ++s) {
+    p.set_grad(grad_at(s));
+    reference.step();
+  }
+  Tensor q = make();
+  AdamW first({q}, {});
+  for (int s = 0; s < 3; ++s) {
+    q.set_grad(grad_at(s));
+    first.step();
+  }
+  const NamedTensors saved = first.state();
+  EXPECT_TRUE(saved.count("exp_avg.0") && saved.count("exp_avg_sq.0") && saved.count("step"));
+  AdamW resumed({q}, {});
+  resumed.load_state(saved);
+  EXPECT_EQ(resumed.steps(), 3);
+  for (int s = 3; s < 6; ++s) {
+    q.set_grad(grad_at(s));
+    resumed.step();
+  }
+  EXPECT_EQ(q.to_vector<double>(), p.to_vector<double>());
+}
+
+TEST(OptimizerState, MismatchedStateIsRejected) {
+  Tensor p = param(1);
+  AdamW opt({p}, {});
+  NamedTensors bad{{"step", from_vector<int64_t>({1}, {1})}, {"exp_avg.0", zeros({2}, DType::Float64)}};
+  EXPECT_THROW(opt.load_state(bad), Error);
+  EXPECT_THROW(opt.load_state({}), Error);
+  EXPECT_THROW(opt.load_state({{"step", from_vector<int64_t>({1}, {1})}, {"velocity.0", zeros({1}, DType::Float64)}}),
+               Error);
+}
+
+TEST(Checkpoint, SavesAndRestoresParametersOptimizerAndStep) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/ckpt";
+  Tensor w = from_vector<double>({1, 2}, {2});
+  w.set_requires_grad(true);
+  AdamW opt({w}, {});
+  w.set_grad(from_vector<double>({0.5, -0.5}, {2}));
+  opt.step();
+  save_checkpoint(path, {{"w", w}}, opt, 42);
+
+  Tensor w2 = zeros({2}, DType::Float64);
+  w2.set_requires_grad(true);
+  AdamW opt2({w2}, {});
+  EXPECT_EQ(load_checkpoint(path, {{"w", w2}}, opt2), 42);
+  EXPECT_EQ(w2.to_vector<double>(), w.to_vector<double>());
+  EXPECT_EQ(opt2.steps(), 1);
+  Tensor wrong = zeros({3}, DType::Float64);
+  wrong.set_requires_grad(true);
+  AdamW opt3({wrong}, {});
+  EXPECT_THROW(load_checkpoint(path, {{"w", wrong}}, opt3), Error);
+  EXPECT_THROW(load_checkpoint(path, {{"v", w2}}, opt2), Error);
+}
+
+}  // namespace
+}  // namespace fuselab
