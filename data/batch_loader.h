@@ -1,0 +1,39 @@
+// Mini-batches of example indices: a seeded shuffle per epoch and a policy for the last,
+// smaller batch. Data-parallel ranks would take disjoint shards of each batch.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor/random.h"
+#include "tensor/tensor.h"
+
+namespace fuselab {
+
+enum class LastBatch { Keep, Drop };
+
+class BatchLoader {
+ public:
+  BatchLoader(int64_t num_examples, int64_t batch_size, uint64_t seed, bool shuffle = true,
+              LastBatch last = LastBatch::Keep);
+
+  // The next batch of indices; a new epoch (reshuffled) starts after the last batch.
+  std::vector<int64_t> next();
+  int64_t epoch() const { return epoch_; }
+  int64_t batches_per_epoch() const;
+
+ private:
+  void start_epoch();
+
+  int64_t num_examples_, batch_size_;
+  bool shuffle_;
+  LastBatch last_;
+  Generator gen_;
+  std::vector<int64_t> order_;
+  int64_t position_ = 0, epoch_ = -1;
+};
+
+// Rows `rows` of t (along dim 0), in that order, as a new tensor.
+Tensor take_rows(const Tensor& t, const std::vector<int64_t>& rows);
+
+}  // namespace fuselab
