@@ -23,9 +23,12 @@ Fn symbol(void* library, const char* name) {
 
 OpenBlas load() {
   if (const char* core = best_core_type()) setenv("OPENBLAS_CORETYPE", core, /*overwrite=*/0);
-  void* library = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+  // The OpenMP build shares FuseLab's OpenMP threads; the default (pthreads) build's threads
+  // would spin against them on the same cores.
+  void* library = dlopen("/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
+  if (!library) library = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_LOCAL);
   if (!library) {
-    throw std::runtime_error(std::string("cannot load OpenBLAS (apt-get install libopenblas0): ") + dlerror());
+    throw std::runtime_error(std::string("cannot load OpenBLAS (apt-get install libopenblas0-openmp): ") + dlerror());
   }
   return {symbol<OpenBlas::Sgemm>(library, "cblas_sgemm"), symbol<OpenBlas::Dgemm>(library, "cblas_dgemm"),
           symbol<void (*)(int)>(library, "openblas_set_num_threads"),

@@ -1,0 +1,284 @@
+// A character-level language model in the style of Bengio et al. (2003): the embeddings of the
+// previous k characters, concatenated, go through an MLP with residual blocks, and the model
+// predicts the next character. Trained on a word list, one word per line, with '.' marking the
+// start and the end of each word.
+//
+//   bazel run -c opt //examples:charlm -- [--steps=N] [--seed=S] [--data=FILE] [--no-fusion]
+//       [--checkpoint=DIR [--resume] [--checkpoint-every=N]] [--json=FILE] [--loss-log=FILE]
+//       [--stop-after=N] (stop early, as if interrupted; --resume continues)
+//
+// The whole model is one Sequential of fusible ops:
+//   Embedding, Reshape, Linear, Bias, GELU,
+//   blocks x [MakeExtraOutput, RMSNorm, Linear, Bias, GELU, Linear, Bias, AddExtraInput],
+//   RMSNorm, Linear, Bias  ->  logits, then cross_entropy.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "autograd/functional.h"
+#include "data/batch_loader.h"
+#include "examples/flags.h"
+#include "fuser/sequential.h"
+#include "kernels/cuda/device_api.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/add_extra_input.h"
+#include "ops/basic/embedding.h"
+#include "ops/basic/linear.h"
+#include "ops/basic/make_extra_output.h"
+#include "ops/basic/reshape.h"
+#include "ops/basic/rmsnorm.h"
+#include "optim/adamw.h"
+#include "optim/checkpoint.h"
+#include "optim/clip.h"
+#include "optim/schedule.h"
+#include "tensor/factories.h"
+
+using namespace fuselab;
+
+namespace {
+
+constexpr int64_t kVocab = 27;  // '.' then a-z
+char to_char(int64_t id) { return id == 0 ? '.' : char('a' + id - 1); }
+
+struct Config {
+  int64_t steps, stop_after, batch, context, embed, hidden, blocks, checkpoint_every;
+  double lr;
+  uint64_t seed;
+  bool fusion, resume;
+  std::string data, checkpoint, json, loss_log, device;
+};
+
+// Lowercased words of letters a-z only, deduplicated, in a seeded random order.
+std::vector<std::string> read_words(const std::string& path, uint64_t seed) {
+  std::ifstream file(path);
+  check(file.good(), "charlm: cannot open the word list ", path,
+        (path == "/usr/share/dict/words" ? " (apt-get install wamerican)" : ""));
+  std::set<std::string> unique;
+  std::string line;
+  while (std::getline(file, line)) {
+    std::string word;
+    bool ok = !line.empty();
+    for (char c : line) {
+      if (c == '\r') continue;
+      const char lower = char(std::tolower(static_cast<unsigned char>(c)));
+      ok &= lower >= 'a' && lower <= 'z';
+      word += lower;
+    }
+    if (ok) unique.insert(word);
+  }
+  check(unique.size() >= 10, "charlm: ", path, " has only ", unique.size(), " usable words (a-z, one per line)");
+  std::vector<std::string> words(unique.begin(), unique.end());
+  Generator gen(seed);
+  for (size_t i = words.size() - 1; i > 0; --i) std::swap(words[i], words[gen.next_u64() % (i + 1)]);
+  return words;
+}
+
+// One example per character and per word end: the previous `context` ids and the next id.
+struct Examples {
+  Tensor contexts;  // int64 [N, context]
+  Tensor targets;   // int64 [N]
+};
+
+Examples make_examples(const std::vector<std::string>& words, int64_t context) {
+  std::vector<int64_t> contexts, targets;
+  for (const std::string& word : words) {
+    std::vector<int64_t> window(size_t(context), 0);
+    for (size_t i = 0; i <= word.size(); ++i) {
+      const int64_t next = i < word.size() ? word[i] - 'a' + 1 : 0;
+      contexts.insert(contexts.end(), window.begin(), window.end());
+      targets.push_back(next);
+      window.erase(window.begin());
+      window.push_back(next);
+    }
+  }
+  const int64_t n = int64_t(targets.size());
+  return {from_vector<int64_t>(contexts, {n, context}), from_vector<int64_t>(targets, {n})};
+}
+
+Sequential build_model(const Config& c, Generator& gen) {
+  Sequential model;
+  model.append(std::make_shared<Embedding>(kVocab, c.embed, &gen));
+  model.append(std::make_shared<Reshape>(Shape{-1, c.context * c.embed}));
+  model.append(linear_with_bias(c.context * c.embed, c.hidden, &gen)).append(std::make_shared<GELU>());
+  for (int64_t b = 0; b < c.blocks; ++b) {
+    const std::string channel = "residual" + std::to_string(b);
+    auto branch = std::make_shared<MakeExtraOutput>();
+    branch->set_extra_output_channel(0, channel, /*to_caller=*/false);
+    auto add = std::make_shared<AddExtraInput>();
+    add->set_extra_input_channel(0, channel);
+    model.append(branch).append(std::make_shared<RMSNorm>(c.hidden));
+    model.append(linear_with_bias(c.hidden, 2 * c.hidden, &gen)).append(std::make_shared<GELU>());
+    model.append(linear_with_bias(2 * c.hidden, c.hidden, &gen)).append(add);
+  }
+  model.append(std::make_shared<RMSNorm>(c.hidden)).append(linear_with_bias(c.hidden, kVocab, &gen));
+  model.set_fusion_enabled(c.fusion);
+  return model;
+}
+
+double evaluate(Sequential& model, const Examples& data) {
+  NoGradGuard no_grad;
+  model.eval();
+  const int64_t n = data.targets.size(0), chunk = 4096;
+  double total = 0;
+  for (int64_t start = 0; start < n; start += chunk) {
+    const int64_t end = std::min(n, start + chunk);
+    const Tensor loss = cross_entropy(model(data.contexts.slice(start, end)), data.targets.slice(start, end));
+    total += loss.item() * double(end - start);
+  }
+  model.train();
+  return total / double(n);
+}
+
+// Cross-entropy of predicting every validation target from the training targets' frequencies.
+double unigram_loss(const Examples& train, const Examples& val) {
+  std::vector<double> counts(kVocab, 1.0);  // add-one smoothing
+  for (int64_t t : train.targets.to_vector<int64_t>()) counts[size_t(t)] += 1;
+  double total = 0;
+  for (double c : counts) total += c;
+  double loss = 0;
+  const auto targets = val.targets.to_vector<int64_t>();
+  for (int64_t t : targets) loss -= std::log(counts[size_t(t)] / total);
+  return loss / double(targets.size());
+}
+
+std::string sample_word(Sequential& model, int64_t context, Generator& gen) {
+  NoGradGuard no_grad;
+  std::vector<int64_t> window(size_t(context), 0);
+  std::string word;
+  while (word.size() < 30) {
+    const auto probs = softmax(model(from_vector<int64_t>(window, {1, context}))).to_vector<float>();
+    double u = gen.uniform(), acc = 0;
+    int64_t next = kVocab - 1;
+    for (int64_t i = 0; i < kVocab; ++i) {
+      acc += probs[size_t(i)];
+      if (u < acc) {
+        next = i;
+        break;
+      }
+    }
+    if (next == 0) break;
+    word += to_char(next);
+    window.erase(window.begin());
+    window.push_back(next);
+  }
+  return word;
+}
+
+void print_progress(int64_t step, int64_t total, double loss, double tokens_per_s, double seconds_left) {
+  const int width = 30, filled = int(width * step / total);
+  std::printf("\r[%s%s] step %lld/%lld  loss %.4f  %.1fk tok/s  %3.0fs left ", std::string(filled, '#').c_str(),
+              std::string(width - filled, '.').c_str(), (long long)step, (long long)total, loss, tokens_per_s / 1000,
+              seconds_left);
+  std::fflush(stdout);
+}
+
+int run(const Config& c) {
+  check(c.device == "cpu" || c.device == "cuda", "charlm: --device must be cpu or cuda, got ", c.device);
+  if (c.device == "cuda") {
+    check(kernels::cuda::device_count() > 0, "charlm: --device cuda, but this machine has no CUDA device");
+    fail("charlm: the CUDA backend does not run the model's ops yet (issue 6); use --device cpu");
+  }
+  const std::vector<std::string> words = read_words(c.data, c.seed);
+  const size_t val_words = std::max<size_t>(1, words.size() / 10);
+  const Examples val = make_examples({words.begin(), words.begin() + val_words}, c.context);
+  const Examples train = make_examples({words.begin() + val_words, words.end()}, c.context);
+
+  Generator gen(c.seed);
+  Sequential model = build_model(c, gen);
+  AdamW optimizer(model.parameters(), {c.lr, 0.9, 0.99, 1e-8, 0.01});
+  BatchLoader loader(train.targets.size(0), c.batch, c.seed + 1);
+  std::printf("charlm: %zu words (%lld train / %lld val examples), context %lld, %lld blocks of width %lld, fusion %s\n",
+              words.size(), (long long)train.targets.size(0), (long long)val.targets.size(0), (long long)c.context,
+              (long long)c.blocks, (long long)c.hidden, c.fusion ? "on" : "off");
+  std::printf("%s\n", model.describe().c_str());
+
+  const std::string checkpoint_file = c.checkpoint.empty() ? "" : c.checkpoint + "/charlm.safetensors";
+  int64_t start = 0;
+  if (c.resume && !checkpoint_file.empty() && std::filesystem::exists(checkpoint_file)) {
+    start = load_checkpoint(checkpoint_file, model.named_parameters(), optimizer);
+    for (int64_t s = 0; s < start; ++s) loader.next();  // the loader is deterministic: replay its batches
+    std::printf("resumed from %s at step %lld\n", checkpoint_file.c_str(), (long long)start);
+  }
+  std::ofstream loss_log;
+  if (!c.loss_log.empty()) loss_log.open(c.loss_log, std::ios::app);
+
+  const auto begin = std::chrono::steady_clock::now();
+  double tokens_per_s = 0, last_loss = 0;
+  const int64_t stop = std::min(c.steps, c.stop_after);
+  for (int64_t step = start; step < stop; ++step) {
+    const std::vector<int64_t> rows = loader.next();
+    optimizer.set_lr(cosine_with_warmup(step, c.steps / 20, c.steps, c.lr, c.lr / 10));
+    optimizer.zero_grad();
+    const Tensor loss = cross_entropy(model(take_rows(train.contexts, rows)), take_rows(train.targets, rows));
+    backward(loss);
+    clip_grad_norm(model.parameters(), 1.0);
+    optimizer.step();
+    last_loss = loss.item();
+    if (loss_log.is_open()) loss_log << step + 1 << ' ' << last_loss << '\n';
+    if (!checkpoint_file.empty() && (step + 1) % c.checkpoint_every == 0) {
+      std::filesystem::create_directories(c.checkpoint);
+      save_checkpoint(checkpoint_file, model.named_parameters(), optimizer, step + 1);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    tokens_per_s = double((step + 1 - start) * c.batch) / seconds;
+    if ((step + 1) % 50 == 0 || step + 1 == c.steps) {
+      print_progress(step + 1, c.steps, last_loss, tokens_per_s, seconds / double(step + 1 - start) * double(c.steps - step - 1));
+    }
+  }
+  std::printf("\n");
+  if (stop < c.steps) {
+    std::printf("stopped after step %lld of %lld (--stop-after)\n", (long long)stop, (long long)c.steps);
+    return 0;
+  }
+
+  const double val_loss = evaluate(model, val), baseline = unigram_loss(train, val);
+  std::printf("validation loss %.4f (unigram baseline %.4f) after %lld steps\nsampled words:", val_loss, baseline,
+              (long long)c.steps);
+  Generator sampler(c.seed + 2);
+  for (int i = 0; i < 10; ++i) std::printf(" %s", sample_word(model, c.context, sampler).c_str());
+  std::printf("\n");
+  if (!c.json.empty()) {
+    std::ofstream json(c.json);
+    json << "{\"val_loss\": " << val_loss << ", \"unigram_loss\": " << baseline << ", \"steps\": " << c.steps
+         << ", \"tokens_per_s\": " << tokens_per_s << ", \"fused\": " << (c.fusion ? "true" : "false") << "}\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    examples::Flags flags(argc, argv);
+    Config c;
+    c.steps = flags.get_int("steps", 4000);
+    c.stop_after = flags.get_int("stop-after", c.steps);  // simulates an interrupted run
+    c.batch = flags.get_int("batch", 256);
+    c.context = flags.get_int("context", 8);
+    c.embed = flags.get_int("embed", 24);
+    c.hidden = flags.get_int("hidden", 256);
+    c.blocks = flags.get_int("blocks", 2);
+    c.lr = flags.get_double("lr", 3e-3);
+    c.seed = uint64_t(flags.get_int("seed", 0));
+    c.fusion = !flags.get_bool("no-fusion");
+    c.data = flags.get("data", "/usr/share/dict/words");
+    c.checkpoint = flags.get("checkpoint", "");
+    c.checkpoint_every = flags.get_int("checkpoint-every", 500);
+    c.resume = flags.get_bool("resume");
+    c.json = flags.get("json", "");
+    c.loss_log = flags.get("loss-log", "");
+    c.device = flags.get("device", "cpu");
+    flags.check_all_known();
+    check(c.steps > 0 && c.batch > 0 && c.context > 0 && c.checkpoint_every > 0, "charlm: sizes must be positive");
+    return run(c);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "\nerror: %s\n", e.what());
+    return 1;
+  }
+}
