@@ -80,21 +80,25 @@ FusedLists OperationFuser::fuse_lists(const FusionFacts& facts) const {
 }
 
 std::shared_ptr<const FusedLists> OperationFuser::lists(const FusionFacts& facts, bool fuse) {
-  const uint64_t generation = fusion_snapshot().generation;
+  const uint64_t generation = fusion_registry_generation();
   std::lock_guard<std::mutex> lock(cache_mutex_);
   last_facts_ = facts;
-  const bool hit = cache_key_ && cache_key_->facts == facts && cache_key_->fuse == fuse &&
-                   (!fuse || cache_key_->generation == generation);
-  if (!hit) {
-    if (fuse) {
-      cache_ = std::make_shared<const FusedLists>(fuse_lists(facts));
-    } else {
-      const IndexedOpList basic = check_cover(as_op_list(program_->ops), "(fusion off)", "unfused", {});
-      cache_ = std::make_shared<const FusedLists>(FusedLists{basic, basic});
-    }
-    cache_key_ = std::make_unique<CacheKey>(CacheKey{generation, facts, fuse});
+  if (generation != cache_generation_) {
+    cache_.clear();
+    cache_generation_ = generation;
   }
-  return cache_;
+  for (const CacheEntry& entry : cache_) {
+    if (entry.facts == facts && entry.fuse == fuse) return entry.lists;
+  }
+  std::shared_ptr<const FusedLists> lists;
+  if (fuse) {
+    lists = std::make_shared<const FusedLists>(fuse_lists(facts));
+  } else {
+    const IndexedOpList basic = check_cover(as_op_list(program_->ops), "(fusion off)", "unfused", {});
+    lists = std::make_shared<const FusedLists>(FusedLists{basic, basic});
+  }
+  cache_.push_back({facts, fuse, lists});
+  return lists;
 }
 
 std::optional<FusionFacts> OperationFuser::last_facts() {

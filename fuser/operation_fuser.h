@@ -60,15 +60,17 @@ class OperationFuser {
 
   std::shared_ptr<const Program> program_;
 
-  std::mutex cache_mutex_;
-  struct CacheKey {
-    uint64_t generation;
+  // Fused lists by facts, for the current registry generation (e.g. one entry for training with
+  // grad and one for evaluation under NoGradGuard).
+  struct CacheEntry {
     FusionFacts facts;
     bool fuse;
+    std::shared_ptr<const FusedLists> lists;
   };
-  std::unique_ptr<CacheKey> cache_key_;
+  std::mutex cache_mutex_;
+  uint64_t cache_generation_ = 0;
+  std::vector<CacheEntry> cache_;
   std::optional<FusionFacts> last_facts_;
-  std::shared_ptr<const FusedLists> cache_;
 };
 
 // "[ForwardLinearBiasActivation(linear0, bias0, gelu0), RMSNorm(rmsnorm0)]"

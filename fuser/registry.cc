@@ -13,6 +13,9 @@ struct Registry {
   std::mutex mutex;
   uint64_t next_id = 1;
   FusionSnapshot state;
+  std::atomic<uint64_t> generation{0};  // state.generation, readable without the lock
+
+  void changed() { generation = ++state.generation; }
 
   std::vector<RegisteredFusion>& list(FusionPass pass) {
     switch (pass) {
@@ -36,7 +39,7 @@ FusionHandle add(FusionPass pass, std::string name, FusionFunction fn, bool prep
   auto& fusions = r.list(pass);
   const uint64_t id = r.next_id++;
   fusions.insert(prepend ? fusions.begin() : fusions.end(), RegisteredFusion{id, std::move(name), std::move(fn)});
-  ++r.state.generation;
+  r.changed();
   return FusionHandle(id);
 }
 
@@ -59,7 +62,7 @@ void FusionHandle::unregister() {
                                   [&](const RegisteredFusion& f) { return f.id == id_; }),
                    fusions->end());
   }
-  ++r.state.generation;
+  r.changed();
   id_ = 0;
 }
 
@@ -80,6 +83,8 @@ FusionSnapshot fusion_snapshot() {
   std::lock_guard<std::mutex> lock(r.mutex);
   return r.state;
 }
+
+uint64_t fusion_registry_generation() { return registry().generation.load(); }
 
 bool fusion_enabled_globally() { return global_switch().load(); }
 void set_fusion_enabled_globally(bool enabled) { global_switch() = enabled; }

@@ -74,6 +74,8 @@ struct FusionSnapshot {
   std::vector<RegisteredFusion> joint, forward, backward;  // each in priority order
 };
 FusionSnapshot fusion_snapshot();
+// The generation alone, without copying the lists: cheap enough to check on every call.
+uint64_t fusion_registry_generation();
 
 // Global switch: on unless the environment sets FUSELAB_FUSION=0.
 bool fusion_enabled_globally();

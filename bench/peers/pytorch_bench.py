@@ -1,0 +1,106 @@
+"""PyTorch peer of //tools:bench: the same models and shapes, timed the same way (warm-up,
+then medians over --iters), written with the same JSON fields. Eager PyTorch fills the unfused_*
+fields; torch.compile (PyTorch 2.0 and later) fills the fused_* fields, which are null without it.
+
+    python3 bench/peers/pytorch_bench.py --model mlp_block --tokens 4096 --hidden 256 --threads 1 --json out.json
+
+Needs PyTorch (Debian's python3-torch 1.13, or pip); no FuseLab build or test needs it.
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+
+class MlpBlock(torch.nn.Module):
+    """RMSNorm(x + Linear2(GELU(Linear1(x) + b1)) + b2), GELU in its tanh form."""
+
+    def __init__(self, h):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(h, 4 * h)
+        self.fc2 = torch.nn.Linear(4 * h, h)
+        self.weight = torch.nn.Parameter(torch.ones(h))
+
+    def forward(self, x, residual):
+        h = residual + self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
+        return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight, None
+
+
+class NormBlock(torch.nn.Module):
+    """h = x + r; out = RMSNorm(h); h is returned too."""
+
+    def __init__(self, h):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(h))
+
+    def forward(self, x, residual):
+        h = x + residual
+        return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight, h
+
+
+def time_ms(fn):
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1e3
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default="mlp_block", choices=["mlp_block", "norm_block"])
+    parser.add_argument("--tokens", type=int, default=4096)
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    torch.manual_seed(0)
+    eager = (MlpBlock if args.model == "mlp_block" else NormBlock)(args.hidden)
+    x = torch.randn(args.tokens, args.hidden, requires_grad=True)
+    residual = x if args.model == "mlp_block" else torch.randn(args.tokens, args.hidden, requires_grad=True)
+
+    def measure(model):
+        def forward():
+            with torch.no_grad():
+                model(x, residual)
+
+        def forward_backward():
+            out, _ = model(x, residual)
+            out.sum().backward()
+            x.grad = None
+            residual.grad = None
+            model.zero_grad(set_to_none=True)
+
+        for _ in range(3):
+            forward_backward()
+        fwd, fwd_bwd = [], []
+        for _ in range(args.iters):
+            fwd.append(time_ms(forward))
+            fwd_bwd.append(time_ms(forward_backward))
+        return statistics.median(fwd), statistics.median(fwd_bwd)
+
+    unfused_fwd, unfused_fwd_bwd = measure(eager)
+    fused_fwd = fused_fwd_bwd = None
+    if hasattr(torch, "compile"):
+        fused_fwd, fused_fwd_bwd = measure(torch.compile(eager))
+    result = {
+        "model": args.model, "device": "cpu", "dtype": "float32", "tokens": args.tokens, "hidden": args.hidden,
+        "fused_fwd_ms": fused_fwd, "unfused_fwd_ms": unfused_fwd,
+        "fused_fwd_bwd_ms": fused_fwd_bwd, "unfused_fwd_bwd_ms": unfused_fwd_bwd,
+        "speedup_fwd_bwd": unfused_fwd_bwd / fused_fwd_bwd if fused_fwd_bwd else None,
+        "fused_peak_bytes": None, "unfused_peak_bytes": None,
+        "peer": f"pytorch {torch.__version__}", "threads": torch.get_num_threads(),
+    }
+    print(json.dumps(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([result], f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

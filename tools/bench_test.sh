@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The bench tool runs both models, writes every JSON field and an SVG, and rejects bad flags.
+set -euo pipefail
+bench="$1"
+dir="${TEST_TMPDIR:-$(mktemp -d)}"
+"$bench" --model mlp_block --tokens 64 --hidden 32 --iters 3 --json "$dir/mlp.json" --plot "$dir/mlp.svg"
+"$bench" --model norm_block --tokens 64 --hidden 32 --iters 3 --json "$dir/norm.json"
+for field in model device dtype tokens hidden fused_fwd_ms unfused_fwd_ms fused_fwd_bwd_ms unfused_fwd_bwd_ms \
+             speedup_fwd_bwd fused_peak_bytes unfused_peak_bytes; do
+  grep -q "\"$field\"" "$dir/mlp.json" || { echo "missing $field"; exit 1; }
+done
+grep -q '"model": "norm_block"' "$dir/norm.json"
+grep -q "<svg" "$dir/mlp.svg"
+if "$bench" --model nope 2>/dev/null; then echo "accepted an unknown model"; exit 1; fi
+if "$bench" --frobnicate 2>/dev/null; then echo "accepted an unknown flag"; exit 1; fi
+echo PASS
