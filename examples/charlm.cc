@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
   try {
     examples::Flags flags(argc, argv);
     Config c;
-    c.steps = flags.get_int("steps", 4000);
+    c.steps = flags.get_int("steps", 10000);
     c.stop_after = flags.get_int("stop-after", c.steps);  // simulates an interrupted run
     c.batch = flags.get_int("batch", 256);
     c.context = flags.get_int("context", 8);

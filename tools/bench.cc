@@ -150,6 +150,12 @@ void write_json(const std::string& path, const std::vector<Result>& results) {
   out << "]\n";
 }
 
+std::string speedup_label(double s) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2fx", s);
+  return text;
+}
+
 // A bar chart of the forward+backward speedup per configuration, as a self-contained SVG.
 void write_svg(const std::string& path, const std::vector<Result>& results) {
   check(path.size() > 4 && path.substr(path.size() - 4) == ".svg", "bench: --plot writes SVG; name it *.svg, got ",
@@ -171,7 +177,7 @@ void write_svg(const std::string& path, const std::vector<Result>& results) {
     const double s = r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median;
     const int x = left + gap + int(i) * (bar + gap);
     out << "<rect x='" << x << "' y='" << y_of(s) << "' width='" << bar << "' height='" << y_of(0) - y_of(s)
-        << "' fill='#4a7ebb'/>\n<text x='" << x << "' y='" << y_of(s) - 4 << "'>" << int(s * 100) / 100.0 << "x</text>\n"
+        << "' fill='#4a7ebb'/>\n<text x='" << x << "' y='" << y_of(s) - 4 << "'>" << speedup_label(s) << "</text>\n"
         << "<text x='" << x << "' y='" << y_of(0) + 15 << "'>" << r.tokens << "x" << r.hidden << "</text>\n"
         << "<text x='" << x << "' y='" << y_of(0) + 30 << "'>" << r.model << "</text>\n";
   }

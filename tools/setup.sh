@@ -11,6 +11,8 @@ packages=(
   libbenchmark-dev  # Google Benchmark
   libopenblas-dev   # GEMMs (loaded at run time: kernels/cpu/openblas.h)
   nlohmann-json3-dev  # the safetensors header
+  libopenblas0-openmp  # the OpenBLAS build that shares FuseLab's OpenMP threads
+  wamerican         # /usr/share/dict/words, charlm's default data
 )
 
 missing=()
