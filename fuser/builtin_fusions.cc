@@ -1,12 +1,7 @@
-// The built-in fusion functions, registered at startup through the public registry calls, in
-// priority order. Patterns are written in forward order for both passes.
-//
-//   forward:  ForwardLinearBiasAdd         Linear [Bias] AddExtraInput
-//             ForwardLinearBiasActivation  Linear Bias [ReLU|GELU|SiLU]
-//   backward: BackwardLinearAdd            MakeExtraOutput Linear
-//             BackwardActivationBias       Bias ReLU|GELU|SiLU
-//             BackwardAddRMSNorm           MakeExtraOutput RMSNorm
-#include "fuser/fuse_window.h"
+// The built-in fusions: declarative patterns (pattern.h), registered at startup through the
+// public registry calls, in priority order. Patterns are written in forward order for both passes.
+#include "fuser/fusion_check.h"
+#include "fuser/pattern.h"
 #include "fuser/registry.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
@@ -19,48 +14,81 @@
 #include "ops/fused/backward_linear_add.h"
 #include "ops/fused/forward_linear_bias_activation.h"
 #include "ops/fused/forward_linear_bias_add.h"
+#include "tensor/factories.h"
 
 namespace fuselab {
 namespace {
 
-// The fused kernels are CPU kernels so far.
-bool on_cpu(const FusionFacts& facts) { return facts.device.is_cpu(); }
-
-// A Bias right after a Linear that it fits.
-bool bias_fits(const BasicOpWindow& w, size_t i) {
-  return i < w.size() && as<Bias>(w[i]) && as<Bias>(w[i])->features() == as<Linear>(w[0])->out_features();
+template <class Fused>
+std::shared_ptr<FusibleOp> make(const OpList& ops) {
+  return std::make_shared<Fused>(ops);
 }
 
-OpList fuse_forward_linear_bias_add(OpList ops, const FusionFacts& facts) {
-  if (!on_cpu(facts)) return ops;
-  return fuse_window(ops, 3, [](const BasicOpWindow& w) -> std::optional<WindowMatch> {
-    if (!as<Linear>(w[0])) return std::nullopt;
-    const size_t add = bias_fits(w, 1) ? 2 : 1;
-    if (add >= w.size() || !as<AddExtraInput>(w[add])) return std::nullopt;
-    return WindowMatch{add + 1, std::make_shared<ForwardLinearBiasAdd>(first_ops(w, add + 1))};
-  });
-}
+const PatternPredicate kOnCpu{"device is cpu", [](const PatternMatch&, const FusionFacts& facts) {
+  return facts.device.is_cpu() ? "" : "the fused kernels are CPU kernels so far, the device is " + facts.device.str();
+}};
 
-OpList fuse_forward_linear_bias_activation(OpList ops, const FusionFacts& facts) {
-  if (!on_cpu(facts)) return ops;
-  return fuse_window(ops, 3, [](const BasicOpWindow& w) -> std::optional<WindowMatch> {
-    if (!as<Linear>(w[0]) || !bias_fits(w, 1)) return std::nullopt;
-    const size_t count = w.size() > 2 && as<ActivationOp>(w[2]) ? 3 : 2;
-    return WindowMatch{count, std::make_shared<ForwardLinearBiasActivation>(first_ops(w, count))};
-  });
-}
+// The Bias in slot 1 (if present) adds to the Linear in slot 0.
+const PatternPredicate kBiasFitsLinear{"bias fits the linear", [](const PatternMatch& m, const FusionFacts&) {
+  if (!m.has(1)) return std::string();
+  const Linear& linear = m.get<Linear>(0);
+  const Bias& bias = m.get<Bias>(1);
+  return bias.features() == linear.out_features()
+             ? std::string()
+             : bias.describe() + " has " + std::to_string(bias.features()) + " features, " + linear.describe() +
+                   " gives " + std::to_string(linear.out_features());
+}};
 
-template <class First, class Second, class Fused>
-OpList fuse_pair(OpList ops, const FusionFacts& facts) {
-  return on_cpu(facts) ? fuse_pairs<First, Second, Fused>(ops) : ops;
+// An example model for check_fusion: `ops` in `dtype`, random inputs of [rows, width] (one extra
+// input per AddExtraInput).
+FusionExample example(std::vector<std::shared_ptr<BasicOp>> ops, int64_t rows, int64_t width, DType dtype,
+                      Generator& gen) {
+  FusionExample e{std::move(ops), uniform({rows, width}, -1, 1, dtype, &gen), {}};
+  for (const auto& op : e.ops) {
+    op->to(dtype);
+    for (int k = 0; k < op->num_extra_inputs(); ++k) e.extra_inputs.push_back(uniform({rows, width}, -1, 1, dtype, &gen));
+  }
+  return e;
 }
 
 const bool kRegistered = [] {
-  register_forward_fusion("ForwardLinearBiasAdd", fuse_forward_linear_bias_add);
-  register_forward_fusion("ForwardLinearBiasActivation", fuse_forward_linear_bias_activation);
-  register_backward_fusion("BackwardLinearAdd", fuse_pair<MakeExtraOutput, Linear, BackwardLinearAdd>);
-  register_backward_fusion("BackwardActivationBias", fuse_pair<Bias, ActivationOp, BackwardActivationBias>);
-  register_backward_fusion("BackwardAddRMSNorm", fuse_pair<MakeExtraOutput, RMSNorm, BackwardAddRMSNorm>);
+  register_forward_fusion("ForwardLinearBiasAdd",
+                          fuse_pattern({{slot<Linear>(), optional_slot<Bias>(), slot<AddExtraInput>()},
+                                        {kOnCpu, kBiasFitsLinear},
+                                        make<ForwardLinearBiasAdd>}));
+  register_forward_fusion("ForwardLinearBiasActivation",
+                          fuse_pattern({{slot<Linear>(), slot<Bias>(), optional_slot<ReLU, GELU, SiLU>()},
+                                        {kOnCpu, kBiasFitsLinear},
+                                        make<ForwardLinearBiasActivation>}));
+  register_backward_fusion("BackwardLinearAdd", fuse_pattern({{slot<MakeExtraOutput>(), slot<Linear>()},
+                                                              {kOnCpu},
+                                                              make<BackwardLinearAdd>}));
+  register_backward_fusion("BackwardActivationBias", fuse_pattern({{slot<Bias>(), slot<ReLU, GELU, SiLU>()},
+                                                                   {kOnCpu},
+                                                                   make<BackwardActivationBias>}));
+  register_backward_fusion("BackwardAddRMSNorm", fuse_pattern({{slot<MakeExtraOutput>(), slot<RMSNorm>()},
+                                                               {kOnCpu},
+                                                               make<BackwardAddRMSNorm>}));
+
+  register_fusion_example("ForwardLinearBiasAdd", [](int64_t rows, int64_t w, DType dtype, Generator& gen) {
+    return example({std::make_shared<Linear>(w, w, &gen), std::make_shared<Bias>(w, 0.5, &gen),
+                    std::make_shared<AddExtraInput>()}, rows, w, dtype, gen);
+  });
+  register_fusion_example("ForwardLinearBiasActivation", [](int64_t rows, int64_t w, DType dtype, Generator& gen) {
+    return example({std::make_shared<Linear>(w, w, &gen), std::make_shared<Bias>(w, 0.5, &gen),
+                    std::make_shared<GELU>()}, rows, w, dtype, gen);
+  });
+  register_fusion_example("BackwardLinearAdd", [](int64_t rows, int64_t w, DType dtype, Generator& gen) {
+    return example({std::make_shared<MakeExtraOutput>(), std::make_shared<Linear>(w, w, &gen)}, rows, w, dtype, gen);
+  });
+  register_fusion_example("BackwardActivationBias", [](int64_t rows, int64_t w, DType dtype, Generator& gen) {
+    return example({std::make_shared<Linear>(w, w, &gen), std::make_shared<Bias>(w, 0.5, &gen),
+                    std::make_shared<SiLU>()}, rows, w, dtype, gen);
+  });
+  register_fusion_example("BackwardAddRMSNorm", [](int64_t rows, int64_t w, DType dtype, Generator& gen) {
+    return example({std::make_shared<AddExtraInput>(), std::make_shared<MakeExtraOutput>(),
+                    std::make_shared<RMSNorm>(w)}, rows, w, dtype, gen);
+  });
   return true;
 }();
 

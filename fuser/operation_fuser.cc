@@ -1,5 +1,9 @@
 #include "fuser/operation_fuser.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
 #include "autograd/grad_mode.h"
 #include "autograd/tape.h"
 #include "tensor/factories.h"
@@ -57,26 +61,71 @@ IndexedOpList OperationFuser::check_cover(const OpList& ops, const std::string& 
   return indexed;
 }
 
-FusedLists OperationFuser::fuse_lists(const FusionFacts& facts) const {
+namespace {
+
+// Fused ops in `after` that were not in `before`: what a fusion function created.
+void log_new_fused_ops(const OpList& before, const OpList& after, FusionStepLog& step) {
+  for (const auto& op : after) {
+    if (!op->is_fused() || std::find(before.begin(), before.end(), op) != before.end()) continue;
+    std::string where;
+    for (const auto& basic : op->basic_ops()) where += (where.empty() ? "" : ", ") + basic->name();
+    step.events.push_back({FusionEvent::Kind::Matched, where, op->describe()});
+  }
+}
+
+bool fusion_log_requested() {
+  static const bool requested = [] {
+    const char* value = std::getenv("FUSELAB_FUSION_LOG");
+    return value && std::string(value) != "0";
+  }();
+  return requested;
+}
+
+}  // namespace
+
+FusedLists OperationFuser::fuse_lists(const FusionFacts& facts, ExplainLog* log) const {
   const FusionSnapshot snapshot = fusion_snapshot();
   auto apply = [&](OpList ops, const std::vector<RegisteredFusion>& fusions, const char* pass,
                    const std::vector<Pass>& required) {
     IndexedOpList indexed = check_cover(ops, "(none)", pass, required);
+    PassLog* pass_log = log ? &log->passes.emplace_back(PassLog{pass, {}}) : nullptr;
     for (const RegisteredFusion& fusion : fusions) {
-      OpList fused;
-      try {
-        fused = fusion.fn(indexed.ops, facts);
-      } catch (const Error& e) {
-        fail("fusion function '", fusion.name, "' (", pass, " pass) failed: ", e.what());
+      FusionStepLog step{fusion.name, snapshot.disabled.count(fusion.name) || disabled_.count(fusion.name) > 0, {}};
+      if (!step.disabled) {
+        OpList fused;
+        {
+          FusionStepScope scope(log ? &step : nullptr);
+          try {
+            fused = fusion.fn(indexed.ops, facts);
+          } catch (const Error& e) {
+            fail("fusion function '", fusion.name, "' (", pass, " pass) failed: ", e.what());
+          }
+        }
+        // Hand-written fusion functions report nothing themselves: log what they created.
+        if (log && step.events.empty()) log_new_fused_ops(indexed.ops, fused, step);
+        indexed = check_cover(fused, fusion.name, pass, required);
       }
-      indexed = check_cover(fused, fusion.name, pass, required);
+      if (pass_log) pass_log->steps.push_back(std::move(step));
     }
     return indexed;
   };
   const IndexedOpList joint =
       apply(as_op_list(program_->ops), snapshot.joint, "joint", {Pass::Forward, Pass::Backward});
-  return {apply(joint.ops, snapshot.forward, "forward", {Pass::Forward}),
-          apply(joint.ops, snapshot.backward, "backward", {Pass::Backward})};
+  FusedLists lists{apply(joint.ops, snapshot.forward, "forward", {Pass::Forward}),
+                   apply(joint.ops, snapshot.backward, "backward", {Pass::Backward})};
+  return lists;
+}
+
+ExplainLog OperationFuser::explain(const FusionFacts& facts) const {
+  ExplainLog log;
+  fuse_lists(facts, &log);
+  return log;
+}
+
+void OperationFuser::set_disabled_fusions(std::set<std::string> names) {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  disabled_ = std::move(names);
+  cache_.clear();
 }
 
 std::shared_ptr<const FusedLists> OperationFuser::lists(const FusionFacts& facts, bool fuse) {
@@ -92,7 +141,13 @@ std::shared_ptr<const FusedLists> OperationFuser::lists(const FusionFacts& facts
   }
   std::shared_ptr<const FusedLists> lists;
   if (fuse) {
-    lists = std::make_shared<const FusedLists>(fuse_lists(facts));
+    if (fusion_log_requested()) {
+      ExplainLog log;
+      lists = std::make_shared<const FusedLists>(fuse_lists(facts, &log));
+      std::fprintf(stderr, "[fuselab] fused a Sequential of %zu ops:\n%s", program_->ops.size(), log.str().c_str());
+    } else {
+      lists = std::make_shared<const FusedLists>(fuse_lists(facts, nullptr));
+    }
   } else {
     const IndexedOpList basic = check_cover(as_op_list(program_->ops), "(fusion off)", "unfused", {});
     lists = std::make_shared<const FusedLists>(FusedLists{basic, basic});

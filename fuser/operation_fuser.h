@@ -6,10 +6,12 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "fuser/channel_plan.h"
+#include "fuser/explain.h"
 #include "fuser/registry.h"
 #include "ops/basic_op.h"
 
@@ -44,6 +46,11 @@ class OperationFuser {
   // The facts of the last run, if any ran.
   std::optional<FusionFacts> last_facts();
 
+  // What every fusion function did for these facts (fusing afresh, without the cache).
+  ExplainLog explain(const FusionFacts& facts) const;
+  // Fusions switched off for this fuser only, by registered name.
+  void set_disabled_fusions(std::set<std::string> names);
+
  private:
   // The ops and their channel plan; shared with pending backward calls, which may outlive us.
   struct Program {
@@ -54,7 +61,7 @@ class OperationFuser {
   static Tensor run_forward(CallState& state, const Tensor& input, const std::vector<Tensor>& extra_inputs,
                             std::vector<std::vector<Tensor>>& extra_values);
   static std::vector<Tensor> backward(CallState& state, const std::vector<Tensor>& grads);
-  FusedLists fuse_lists(const FusionFacts& facts) const;
+  FusedLists fuse_lists(const FusionFacts& facts, ExplainLog* log) const;
   IndexedOpList check_cover(const OpList& ops, const std::string& fusion, const char* pass,
                             const std::vector<Pass>& required) const;
 
@@ -71,6 +78,7 @@ class OperationFuser {
   uint64_t cache_generation_ = 0;
   std::vector<CacheEntry> cache_;
   std::optional<FusionFacts> last_facts_;
+  std::set<std::string> disabled_;
 };
 
 // "[ForwardLinearBiasActivation(linear0, bias0, gelu0), RMSNorm(rmsnorm0)]"

@@ -27,8 +27,29 @@ struct Registry {
   }
 };
 
+// FUSELAB_DISABLE_FUSIONS=name1,name2
+std::set<std::string> disabled_by_environment() {
+  std::set<std::string> names;
+  const char* value = std::getenv("FUSELAB_DISABLE_FUSIONS");
+  std::string item;
+  for (const char* c = value ? value : ""; ; ++c) {
+    if (*c == ',' || *c == '\0') {
+      if (!item.empty()) names.insert(item);
+      item.clear();
+      if (*c == '\0') break;
+    } else if (*c != ' ') {
+      item += *c;
+    }
+  }
+  return names;
+}
+
 Registry& registry() {
-  static Registry* instance = new Registry();  // never destroyed: used from static initializers
+  static Registry* instance = [] {  // never destroyed: used from static initializers
+    auto* r = new Registry();
+    r->state.disabled = disabled_by_environment();
+    return r;
+  }();
   return *instance;
 }
 
@@ -85,6 +106,23 @@ FusionSnapshot fusion_snapshot() {
 }
 
 uint64_t fusion_registry_generation() { return registry().generation.load(); }
+
+void set_fusion_enabled_globally(const std::string& name, bool enabled) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (enabled) r.state.disabled.erase(name);
+  else r.state.disabled.insert(name);
+  r.changed();
+}
+
+std::vector<std::string> registered_fusion_names() {
+  const FusionSnapshot snapshot = fusion_snapshot();
+  std::vector<std::string> names;
+  for (const auto* list : {&snapshot.joint, &snapshot.forward, &snapshot.backward}) {
+    for (const RegisteredFusion& f : *list) names.push_back(f.name);
+  }
+  return names;
+}
 
 bool fusion_enabled_globally() { return global_switch().load(); }
 void set_fusion_enabled_globally(bool enabled) { global_switch() = enabled; }

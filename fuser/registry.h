@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,7 @@ FusionHandle register_forward_backward_fusion(std::string name, FusionFunction f
 struct FusionSnapshot {
   uint64_t generation = 0;
   std::vector<RegisteredFusion> joint, forward, backward;  // each in priority order
+  std::set<std::string> disabled;  // names switched off for every Sequential
 };
 FusionSnapshot fusion_snapshot();
 // The generation alone, without copying the lists: cheap enough to check on every call.
@@ -80,5 +82,12 @@ uint64_t fusion_registry_generation();
 // Global switch: on unless the environment sets FUSELAB_FUSION=0.
 bool fusion_enabled_globally();
 void set_fusion_enabled_globally(bool enabled);
+
+// Per-fusion global switch, by registered name; FUSELAB_DISABLE_FUSIONS=name1,name2 starts with
+// those off. A change re-fuses every Sequential on its next call.
+void set_fusion_enabled_globally(const std::string& name, bool enabled);
+
+// The registered names of every pass, in priority order (joint, forward, backward).
+std::vector<std::string> registered_fusion_names();
 
 }  // namespace fuselab

@@ -1,5 +1,6 @@
 #include "fuser/sequential.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "autograd/grad_mode.h"
@@ -29,7 +30,10 @@ Sequential& Sequential::append(const std::vector<std::shared_ptr<BasicOp>>& ops)
 }
 
 OperationFuser& Sequential::fuser() {
-  if (!fuser_) fuser_ = std::make_unique<OperationFuser>(ops_);
+  if (!fuser_) {
+    fuser_ = std::make_unique<OperationFuser>(ops_);
+    fuser_->set_disabled_fusions(disabled_fusions_);
+  }
   return *fuser_;
 }
 
@@ -84,6 +88,28 @@ Sequential& Sequential::set_fusion_enabled(bool enabled) {
   return *this;
 }
 
+Sequential& Sequential::set_fusion_enabled(const std::string& name, bool enabled) {
+  if (enabled) disabled_fusions_.erase(name);
+  else disabled_fusions_.insert(name);
+  fuser().set_disabled_fusions(disabled_fusions_);
+  return *this;
+}
+
+Sequential& Sequential::enable_only_fusions(const std::vector<std::string>& names) {
+  disabled_fusions_.clear();
+  for (const std::string& registered : registered_fusion_names()) {
+    if (std::find(names.begin(), names.end(), registered) == names.end()) disabled_fusions_.insert(registered);
+  }
+  fuser().set_disabled_fusions(disabled_fusions_);
+  return *this;
+}
+
+Sequential& Sequential::enable_all_fusions() {
+  disabled_fusions_.clear();
+  fuser().set_disabled_fusions(disabled_fusions_);
+  return *this;
+}
+
 bool Sequential::fusion_active() const { return fusion_enabled_ && fusion_enabled_globally(); }
 
 FusionFacts Sequential::default_facts() const {
@@ -105,6 +131,10 @@ std::shared_ptr<const FusedLists> Sequential::fused_lists(const FusionFacts& fac
 
 std::shared_ptr<const FusedLists> Sequential::fused_lists() {
   return fused_lists(fuser().last_facts().value_or(default_facts()));
+}
+
+std::string Sequential::explain() {
+  return fuser().explain(fuser().last_facts().value_or(default_facts())).str();
 }
 
 std::string Sequential::describe() {

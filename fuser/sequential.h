@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ class Sequential {
   // Fusion runs when it is on here and globally (FUSELAB_FUSION=0 turns it off globally).
   Sequential& set_fusion_enabled(bool enabled);
   bool fusion_active() const;
+  // One registered fusion on or off for this Sequential only (see also the global switch in
+  // registry.h and FUSELAB_DISABLE_FUSIONS).
+  Sequential& set_fusion_enabled(const std::string& name, bool enabled);
+  // Only the named fusions run here (an empty list: none); enable_all_fusions() undoes it.
+  Sequential& enable_only_fusions(const std::vector<std::string>& names);
+  Sequential& enable_all_fusions();
 
   // The fused lists for the given facts (by default those of the last call, or of the
   // parameters before any call).
@@ -52,6 +59,9 @@ class Sequential {
   std::shared_ptr<const FusedLists> fused_lists(const FusionFacts& facts);
   // "forward: [...]\nbackward: [...]"
   std::string describe();
+  // Per pass, each registered fusion in priority order, where it matched and where a pattern's
+  // predicate rejected a match, with the reason (explain.h).
+  std::string explain();
 
  private:
   OperationFuser& fuser();
@@ -61,6 +71,7 @@ class Sequential {
   std::unique_ptr<OperationFuser> fuser_;
   bool training_ = true;
   bool fusion_enabled_ = true;
+  std::set<std::string> disabled_fusions_;
 };
 
 }  // namespace fuselab

@@ -20,7 +20,7 @@
 #include "ops/basic/rmsnorm.h"
 #include "ops/basic/swiglu.h"
 #include "tensor/factories.h"
-#include "tests/gradcheck.h"
+#include "autograd/gradcheck.h"
 #include "tests/sequential_testing.h"
 
 namespace fuselab {
@@ -50,7 +50,7 @@ void expect_op_gradients(std::shared_ptr<BasicOp> op, const Tensor& x, std::vect
     for (const Tensor& e : out.extra_outputs) total = add(reshape(total, {-1}), scale(reshape(e, {-1}), 0.5));
     return total;
   };
-  const auto result = testing::check_gradients(f, inputs);
+  const auto result = check_gradients(f, inputs);
   EXPECT_LT(result.max_error, 1e-6) << op->describe() << ": " << result.worst;
 }
 

@@ -5,12 +5,11 @@
 
 #include "autograd/functional.h"
 #include "tensor/factories.h"
-#include "tests/gradcheck.h"
+#include "autograd/gradcheck.h"
 
 namespace fuselab {
 namespace {
 
-using testing::check_gradients;
 using Inputs = std::vector<Tensor>;
 
 constexpr double kGradTolerance = 1e-6;
@@ -20,7 +19,7 @@ Tensor random64(const Shape& shape, uint64_t seed, double low = -1, double high 
   return uniform(shape, low, high, DType::Float64, &gen);
 }
 
-void expect_gradients(const testing::TensorFunction& f, const Inputs& inputs) {
+void expect_gradients(const TensorFunction& f, const Inputs& inputs) {
   const auto result = check_gradients(f, inputs);
   EXPECT_LT(result.max_error, kGradTolerance) << result.worst;
 }

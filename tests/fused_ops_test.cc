@@ -13,7 +13,7 @@
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
-#include "tests/gradcheck.h"
+#include "autograd/gradcheck.h"
 #include "tests/sequential_testing.h"
 
 namespace fuselab {
@@ -125,7 +125,7 @@ TEST_P(BuiltinFusion, FusedGradientsMatchFiniteDifferences) {
   const auto extras = extras_for(c, output_shape(c, 3, 4), DType::Float64);
   std::vector<Tensor> inputs{x};
   inputs.insert(inputs.end(), extras.begin(), extras.end());
-  const auto result = testing::check_gradients(
+  const auto result = check_gradients(
       [&](const std::vector<Tensor>& in) {
         const SequentialOutput out = seq(in[0], std::vector<Tensor>(in.begin() + 1, in.end()));
         Tensor total = reshape(out.output, {-1});

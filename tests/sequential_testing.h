@@ -1,33 +1,23 @@
-// Helpers for Sequential tests: run a call and its backward from a fixed random projection of
-// every output, collect every grad, and compare two such runs (fused against unfused).
+// GoogleTest helpers for Sequential tests, on top of fuser/fusion_check.h.
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "fuser/sequential.h"
-#include "tensor/tensor.h"
+#include "fuser/fusion_check.h"
 
 namespace fuselab::testing {
 
-struct RunResult {
-  std::vector<Tensor> outputs;      // output, then public extra outputs
-  std::vector<Tensor> input_grads;  // input, then extra inputs (undefined where not required)
-  std::vector<Tensor> param_grads;  // in parameters() order (undefined where frozen)
-};
+using fuselab::RunOptions;
+using fuselab::RunResult;
+using fuselab::run_with_backward;
 
-struct RunOptions {
-  bool input_requires_grad = true;
-  bool extra_inputs_require_grad = true;
-  uint64_t seed = 99;  // of the projection weights
-};
-
-// Copies x and extras to fresh leaves, runs seq, backprops L = sum_k sum(outputs[k] * w_k).
-RunResult run_with_backward(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras,
-                            const RunOptions& options = {});
-
-// Max |a - b| / (atol + |b|) style check over every tensor of two runs.
+// Every output and grad of two runs agree within |a - b| <= atol + rtol |b|.
 void expect_runs_match(const RunResult& actual, const RunResult& expected, double rtol, double atol);
+
+// check_fusion(name, seq, x, extras) passes: the fusion fires and matches the unfused run.
+void expect_fusion_equivalent(const std::string& name, Sequential& seq, const Tensor& x,
+                              const std::vector<Tensor>& extras = {});
 
 // Random uniform in [-1, 1) of the given dtype.
 Tensor random_tensor(const Shape& shape, DType dtype, uint64_t seed);

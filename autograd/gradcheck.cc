@@ -1,4 +1,4 @@
-#include "tests/gradcheck.h"
+#include "autograd/gradcheck.h"
 
 #include <cmath>
 #include <sstream>
@@ -6,7 +6,7 @@
 #include "autograd/functional.h"
 #include "tensor/factories.h"
 
-namespace fuselab::testing {
+namespace fuselab {
 namespace {
 
 double weighted_sum(const Tensor& out, const Tensor& w) {
@@ -59,4 +59,4 @@ GradCheckResult check_gradients(const TensorFunction& f, std::vector<Tensor> inp
   return result;
 }
 
-}  // namespace fuselab::testing
+}  // namespace fuselab

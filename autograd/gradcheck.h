@@ -1,5 +1,5 @@
 // Gradient checking against central finite differences, in float64, for any differentiable
-// function of tensors. Later suites (ops, fused ops) reuse it.
+// function of tensors: the op tests use it, and so does check_fusion (fuser/fusion_check.h).
 //
 // The scalar that is differentiated is L = sum(f(inputs) * w) for a fixed random w, so every
 // output element contributes. For each floating input element, the numeric derivative is
@@ -12,7 +12,7 @@
 
 #include "tensor/tensor.h"
 
-namespace fuselab::testing {
+namespace fuselab {
 
 using TensorFunction = std::function<Tensor(const std::vector<Tensor>& inputs)>;
 
@@ -24,4 +24,4 @@ struct GradCheckResult {
 // inputs: float64 tensors are made leaves that require grad; others (int64 ids) pass through.
 GradCheckResult check_gradients(const TensorFunction& f, std::vector<Tensor> inputs, double eps = 1e-6);
 
-}  // namespace fuselab::testing
+}  // namespace fuselab

@@ -1,0 +1,36 @@
+#include "fuser/explain.h"
+
+#include <sstream>
+
+namespace fuselab {
+namespace {
+thread_local FusionStepLog* current_step = nullptr;
+}  // namespace
+
+FusionStepLog* current_fusion_step() { return current_step; }
+
+FusionStepScope::FusionStepScope(FusionStepLog* step) : previous_(current_step) { current_step = step; }
+FusionStepScope::~FusionStepScope() { current_step = previous_; }
+
+std::string ExplainLog::str() const {
+  std::ostringstream out;
+  for (const PassLog& pass : passes) {
+    out << pass.pass << " pass:\n";
+    if (pass.steps.empty()) out << "  (no fusions registered)\n";
+    for (const FusionStepLog& step : pass.steps) {
+      out << "  " << step.fusion;
+      if (step.disabled) {
+        out << ": disabled\n";
+        continue;
+      }
+      out << (step.events.empty() ? ": no match\n" : "\n");
+      for (const FusionEvent& e : step.events) {
+        out << "    " << (e.kind == FusionEvent::Kind::Matched ? "matched  " : "rejected ") << e.where << " -> "
+            << e.detail << "\n";
+      }
+    }
+  }
+  return out.str();
+}
+
+}  // namespace fuselab

@@ -1,0 +1,71 @@
+// Automatic equivalence checks for fusions.
+//
+// check_fusion(name, seq, x, extras) runs the Sequential with only that fusion enabled and with
+// fusion off, and compares the outputs and every gradient (input, extra inputs, parameters)
+// with tolerances by dtype. Running a forward fusion with the unfused backward (and the reverse)
+// also checks the saved-state contract: a basic op's backward throws when the context lacks the
+// state it needs. In float64 on the CPU it also checks the fused gradients against finite
+// differences.
+//
+// Fusions can register an example model (register_fusion_example), so that one test checks
+// every registered fusion, including ones added later, without a new test.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fuser/sequential.h"
+#include "tensor/random.h"
+
+namespace fuselab {
+
+// One call and its backward from L = sum_k sum(outputs[k] * w_k), w_k fixed random weights.
+struct RunResult {
+  std::vector<Tensor> outputs;      // output, then public extra outputs
+  std::vector<Tensor> input_grads;  // input, then extra inputs (undefined where not required)
+  std::vector<Tensor> param_grads;  // in parameters() order (undefined where frozen)
+};
+
+struct RunOptions {
+  bool input_requires_grad = true;
+  bool extra_inputs_require_grad = true;
+  uint64_t seed = 99;  // of the projection weights
+};
+
+// Runs seq on fresh leaf copies of x and extras and backprops; the parameters' grads are reset.
+RunResult run_with_backward(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras,
+                            const RunOptions& options = {});
+
+// "" when every tensor matches within |a - b| <= atol + rtol |b|; otherwise what differs first.
+std::string compare_runs(const RunResult& actual, const RunResult& expected, double rtol, double atol);
+
+struct Tolerance {
+  double rtol, atol;
+};
+Tolerance tolerance_for(DType dtype);  // float64: 1e-10, 1e-12; float32: 1e-5, 1e-5
+
+struct FusionCheckResult {
+  bool fired = false;       // the fusion produced a fused op in some list
+  bool ok = false;          // fired, and everything matched
+  std::string lists;        // describe() with only this fusion enabled
+  std::string problem;      // "" when ok
+  double finite_difference_error = -1;  // float64 CPU only
+};
+
+FusionCheckResult check_fusion(const std::string& name, Sequential& seq, const Tensor& x,
+                               const std::vector<Tensor>& extras = {});
+
+// An example model on which a fusion fires: ops plus inputs of the given dtype.
+struct FusionExample {
+  std::vector<std::shared_ptr<BasicOp>> ops;
+  Tensor input;
+  std::vector<Tensor> extra_inputs;
+};
+using FusionExampleMaker = std::function<FusionExample(int64_t rows, int64_t width, DType dtype, Generator& gen)>;
+
+void register_fusion_example(const std::string& fusion, FusionExampleMaker maker);
+// The example registered for a fusion, or an empty function.
+FusionExampleMaker fusion_example(const std::string& fusion);
+
+}  // namespace fuselab
