@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "kernels/cpu/partial_sums.h"
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels::cpu {
@@ -41,27 +42,20 @@ template <class T>
 void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre, T* dbias, int64_t rows,
                               int64_t cols) {
   with_activation(act, [&](auto math) {
-    std::vector<T> total(dbias ? cols : 0, T(0));
-#pragma omp parallel if (rows * cols > kParallelGrain)
-    {
-      std::vector<T> partial(dbias ? cols : 0, T(0));
-#pragma omp for schedule(static) nowait
-      for (int64_t r = 0; r < rows; ++r) {
-        const T* prer = pre + r * cols;
-        const T* dyr = dy + r * cols;
-        T* dprer = dpre + r * cols;
+    // Rows without dbias need no partials; with it, each thread sums its rows' dpre privately.
+    std::vector<T> unused;
+    parallel_partial_sums<T>(rows, dbias ? cols : 0, rows * cols > kParallelGrain, dbias ? dbias : unused.data(), true,
+                             [&](int64_t r, T* partial) {
+                               const T* prer = pre + r * cols;
+                               const T* dyr = dy + r * cols;
+                               T* dprer = dpre + r * cols;
 #pragma omp simd
-        for (int64_t c = 0; c < cols; ++c) dprer[c] = dyr[c] * math.grad(prer[c]);
-        if (dbias) {
-          T* sum = partial.data();
+                               for (int64_t c = 0; c < cols; ++c) dprer[c] = dyr[c] * math.grad(prer[c]);
+                               if (dbias) {
 #pragma omp simd
-          for (int64_t c = 0; c < cols; ++c) sum[c] += dprer[c];
-        }
-      }
-#pragma omp critical
-      for (int64_t c = 0; dbias && c < cols; ++c) total[c] += partial[c];
-    }
-    for (int64_t c = 0; dbias && c < cols; ++c) dbias[c] += total[c];
+                                 for (int64_t c = 0; c < cols; ++c) partial[c] += dprer[c];
+                               }
+                             });
   });
 }
 

@@ -2,7 +2,10 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <vector>
+
+#include "kernels/cpu/partial_sums.h"
 
 #include "kernels/cpu/threading.h"
 
@@ -56,29 +59,27 @@ void axpy(T alpha, const T* x, T* y, int64_t n) {
 
 template <class T>
 T sum_all(const T* x, int64_t n) {
-  // Double accumulation keeps float32 sums of millions of terms accurate.
+  // Blocks of 4096 elements, each summed in double (accurate for millions of float32 terms).
+  constexpr int64_t kBlock = 4096;
   double total = 0;
-#pragma omp parallel for simd reduction(+ : total) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) total += double(x[i]);
+  parallel_partial_sums<double>((n + kBlock - 1) / kBlock, 1, n > kParallelGrain, &total, false,
+                                [&](int64_t block, double* partial) {
+                                  const int64_t end = std::min(n, (block + 1) * kBlock);
+                                  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+                                  for (int64_t i = block * kBlock; i < end; ++i) sum += double(x[i]);
+                                  partial[0] += sum;
+                                });
   return T(total);
 }
 
 template <class T>
 void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, bool accumulate) {
-  // Each thread sums a block of rows into its own partial, then the partials are added.
-  std::vector<T> total(cols, T(0));
-#pragma omp parallel if (rows * cols > kParallelGrain)
-  {
-    std::vector<T> partial(cols, T(0));
-#pragma omp for schedule(static) nowait
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* xr = x + r * cols;
-      for (int64_t c = 0; c < cols; ++c) partial[c] += xr[c];
-    }
-#pragma omp critical
-    for (int64_t c = 0; c < cols; ++c) total[c] += partial[c];
-  }
-  for (int64_t c = 0; c < cols; ++c) out[c] = accumulate ? out[c] + total[c] : total[c];
+  parallel_partial_sums<T>(rows, cols, rows * cols > kParallelGrain, out, accumulate, [&](int64_t r, T* partial) {
+    const T* xr = x + r * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) partial[c] += xr[c];
+  });
 }
 
 template <class T>

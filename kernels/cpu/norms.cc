@@ -3,26 +3,22 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/partial_sums.h"
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels::cpu {
 namespace {
 
 // Runs row(r, dw_partial, db_partial) over all rows in parallel, each thread accumulating the
-// weight (and bias) grads of its rows privately; the partials are then added into dw and db.
+// weight (and bias) grads of its rows privately; the partials are then added into dw and db in
+// thread order (partial_sums.h), so the result is deterministic.
 template <class T, class Row>
 void rows_with_param_grads(int64_t rows, int64_t cols, T* dw, T* db, Row&& row) {
-#pragma omp parallel if (rows * cols > kParallelGrain)
-  {
-    std::vector<T> dw_partial(dw ? cols : 0, T(0)), db_partial(db ? cols : 0, T(0));
-#pragma omp for schedule(static) nowait
-    for (int64_t r = 0; r < rows; ++r) row(r, dw_partial.data(), db_partial.data());
-#pragma omp critical
-    {
-      for (int64_t c = 0; dw && c < cols; ++c) dw[c] += dw_partial[c];
-      for (int64_t c = 0; db && c < cols; ++c) db[c] += db_partial[c];
-    }
-  }
+  std::vector<T> sums(size_t(2 * cols), T(0));  // [dw | db]
+  parallel_partial_sums<T>(rows, 2 * cols, rows * cols > kParallelGrain, sums.data(), false,
+                           [&](int64_t r, T* partial) { row(r, partial, partial + cols); });
+  for (int64_t c = 0; dw && c < cols; ++c) dw[c] += sums[size_t(c)];
+  for (int64_t c = 0; db && c < cols; ++c) db[c] += sums[size_t(cols + c)];
 }
 
 }  // namespace

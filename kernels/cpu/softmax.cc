@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/partial_sums.h"
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels::cpu {
@@ -65,11 +66,10 @@ template <class T>
 double cross_entropy_forward(const T* x, const int64_t* labels, T* lse, int64_t rows, int64_t cols,
                              int64_t ignore_index) {
   double total = 0;
-#pragma omp parallel for reduction(+ : total) if (rows * cols > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
+  parallel_partial_sums<double>(rows, 1, rows * cols > kParallelGrain, &total, false, [&](int64_t r, double* partial) {
     lse[r] = log_sum_exp(x + r * cols, cols);
-    if (labels[r] != ignore_index) total += double(lse[r] - x[r * cols + labels[r]]);
-  }
+    if (labels[r] != ignore_index) partial[0] += double(lse[r] - x[r * cols + labels[r]]);
+  });
   return total;
 }
 
