@@ -4,6 +4,11 @@
 //
 //   bazel run -c opt //tools:bench -- --model mlp_block --tokens 4096 --hidden 1024 --iters 50
 //       [--device cpu] [--dtype float32] [--sweep] [--json FILE] [--plot FILE.svg]
+//   bazel run -c opt //tools:bench -- --model mlp_block --per-fusion [--json FILE] [--plot FILE.svg]
+//
+// --per-fusion measures each registered fusion that fires on the model alone against fusion
+// off, interleaved: forward+backward time and the bytes held between forward and backward (the
+// saved activations and the output). Kernel launches are a CUDA figure (issue 6).
 //
 // Models:
 //   mlp_block   RMSNorm(x + Linear2(GELU(Linear1(x) + b1)) + b2), Linear1 [4H, H], Linear2 [H, 4H],
@@ -19,6 +24,7 @@
 
 #include "autograd/functional.h"
 #include "examples/flags.h"
+#include "fuser/fusion_check.h"
 #include "fuser/sequential.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
@@ -71,12 +77,17 @@ struct Runner {
   Tensor x, extra;
   size_t peak = 0;
 
-  Runner(const std::string& model, int64_t tokens, int64_t h, DType dtype, bool fused) : seq(build(model, h)) {
+  Runner(const std::string& model, int64_t tokens, int64_t h, DType dtype, bool fused,
+         const std::string& only_fusion = "")
+      : seq(build(model, h)) {
     seq.to(dtype).set_fusion_enabled(fused);
+    if (!only_fusion.empty()) seq.enable_only_fusions({only_fusion});
     Generator gen(1);
     x = randn({tokens, h}, dtype, &gen).set_requires_grad(true);
     extra = model == "mlp_block" ? x : randn({tokens, h}, dtype, &gen).set_requires_grad(true);
   }
+
+  size_t held = 0;  // bytes in use between forward and backward, above the start
 
   // Milliseconds for one forward (and backward) call.
   double time(bool with_backward) {
@@ -88,6 +99,7 @@ struct Runner {
       std::optional<NoGradGuard> no_grad;
       if (!with_backward) no_grad.emplace();
       SequentialOutput out = seq(x, {extra});
+      if (with_backward) held = std::max(held, cpu.stats().bytes_in_use - before);
       if (with_backward) {
         Tensor loss = sum(out.output);
         backward(loss);
@@ -113,6 +125,63 @@ Result measure(const std::string& model, int64_t tokens, int64_t h, DType dtype,
     ub.push_back(unfused.time(true));
   }
   return {model, "cpu", dtype_name(dtype), tokens, h, stats(ff), stats(uf), stats(fb), stats(ub), fused.peak, unfused.peak};
+}
+
+struct FusionReport {
+  std::string fusion;
+  Stats fused_fwd_bwd, unfused_fwd_bwd;
+  size_t fused_held, unfused_held;
+};
+
+// Each registered fusion that fires on the model, alone, against fusion off.
+std::vector<FusionReport> measure_per_fusion(const std::string& model, int64_t tokens, int64_t h, DType dtype,
+                                             int iters) {
+  std::vector<FusionReport> reports;
+  for (const std::string& name : registered_fusion_names()) {
+    Runner only(model, tokens, h, dtype, true, name), off(model, tokens, h, dtype, false);
+    bool fires = false;
+    for (const auto* list : {&only.seq.fused_lists()->forward.ops, &only.seq.fused_lists()->backward.ops}) {
+      for (const auto& op : *list) fires |= op->is_fused();
+    }
+    if (!fires) continue;
+    for (int i = 0; i < 3; ++i) only.time(true), off.time(true);
+    std::vector<double> a, b;
+    for (int i = 0; i < iters; ++i) {
+      a.push_back(only.time(true));
+      b.push_back(off.time(true));
+    }
+    reports.push_back({name, stats(a), stats(b), only.held, off.held});
+  }
+  return reports;
+}
+
+void print_fusion_reports(const std::string& model, int64_t tokens, int64_t h, const std::vector<FusionReport>& reports) {
+  std::printf("%s %lldx%lld, each fusion alone against fusion off (forward + backward):\n", model.c_str(),
+              (long long)tokens, (long long)h);
+  std::printf("%-30s %12s %12s %8s %14s %14s\n", "fusion", "alone ms", "off ms", "speedup", "held MB alone",
+              "held MB off");
+  for (const FusionReport& r : reports) {
+    std::printf("%-30s %12.3f %12.3f %7.2fx %14.2f %14.2f\n", r.fusion.c_str(), r.fused_fwd_bwd.median,
+                r.unfused_fwd_bwd.median, r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median, double(r.fused_held) / 1e6,
+                double(r.unfused_held) / 1e6);
+  }
+}
+
+void write_fusion_json(const std::string& path, const std::string& model, int64_t tokens, int64_t h,
+                       const std::vector<FusionReport>& reports) {
+  std::ofstream out(path);
+  check(out.good(), "bench: cannot write ", path);
+  out << "[\n";
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const FusionReport& r = reports[i];
+    out << "  {\"fusion\": \"" << r.fusion << "\", \"model\": \"" << model << "\", \"tokens\": " << tokens
+        << ", \"hidden\": " << h << ", \"fused_fwd_bwd_ms\": " << r.fused_fwd_bwd.median
+        << ", \"unfused_fwd_bwd_ms\": " << r.unfused_fwd_bwd.median
+        << ", \"speedup_fwd_bwd\": " << r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median
+        << ", \"fused_saved_bytes\": " << r.fused_held << ", \"unfused_saved_bytes\": " << r.unfused_held
+        << ", \"kernel_launches\": null}" << (i + 1 < reports.size() ? ",\n" : "\n");
+  }
+  out << "]\n";
 }
 
 void print_table(const std::vector<Result>& results) {
@@ -156,30 +225,34 @@ std::string speedup_label(double s) {
   return text;
 }
 
-// A bar chart of the forward+backward speedup per configuration, as a self-contained SVG.
-void write_svg(const std::string& path, const std::vector<Result>& results) {
+struct Bar {
+  double speedup;
+  std::string label, sublabel;
+};
+
+// A bar chart of forward+backward speedups, as a self-contained SVG.
+void write_svg(const std::string& path, const std::vector<Bar>& bars) {
   check(path.size() > 4 && path.substr(path.size() - 4) == ".svg", "bench: --plot writes SVG; name it *.svg, got ",
         path);
   std::ofstream out(path);
   check(out.good(), "bench: cannot write ", path);
   const int bar = 60, gap = 20, height = 300, left = 50, top = 30;
   double best = 1.5;
-  for (const Result& r : results) best = std::max(best, r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median * 1.1);
-  const int width = left + int(results.size()) * (bar + gap) + gap;
+  for (const Bar& b : bars) best = std::max(best, b.speedup * 1.1);
+  const int width = left + int(bars.size()) * (bar + gap) + gap;
   auto y_of = [&](double v) { return top + height - int(v / best * height); };
   out << "<svg xmlns='http://www.w3.org/2000/svg' width='" << width << "' height='" << height + top + 60
       << "' font-family='sans-serif' font-size='11'>\n"
       << "<text x='" << left << "' y='18' font-size='13'>fused speedup, forward + backward (unfused ms / fused ms)</text>\n"
       << "<line x1='" << left << "' x2='" << width << "' y1='" << y_of(1) << "' y2='" << y_of(1)
       << "' stroke='#999' stroke-dasharray='4'/>\n<text x='5' y='" << y_of(1) + 4 << "'>1.0x</text>\n";
-  for (size_t i = 0; i < results.size(); ++i) {
-    const Result& r = results[i];
-    const double s = r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median;
+  for (size_t i = 0; i < bars.size(); ++i) {
+    const double s = bars[i].speedup;
     const int x = left + gap + int(i) * (bar + gap);
     out << "<rect x='" << x << "' y='" << y_of(s) << "' width='" << bar << "' height='" << y_of(0) - y_of(s)
         << "' fill='#4a7ebb'/>\n<text x='" << x << "' y='" << y_of(s) - 4 << "'>" << speedup_label(s) << "</text>\n"
-        << "<text x='" << x << "' y='" << y_of(0) + 15 << "'>" << r.tokens << "x" << r.hidden << "</text>\n"
-        << "<text x='" << x << "' y='" << y_of(0) + 30 << "'>" << r.model << "</text>\n";
+        << "<text x='" << x << "' y='" << y_of(0) + 15 << "'>" << bars[i].label << "</text>\n"
+        << "<text x='" << x << "' y='" << y_of(0) + 30 << "'>" << bars[i].sublabel << "</text>\n";
   }
   out << "</svg>\n";
 }
@@ -193,7 +266,7 @@ int main(int argc, char** argv) {
     const int64_t tokens = flags.get_int("tokens", 4096), hidden = flags.get_int("hidden", 256);
     const int iters = int(flags.get_int("iters", 20));
     const std::string device = flags.get("device", "cpu"), dtype_text = flags.get("dtype", "float32");
-    const bool sweep = flags.get_bool("sweep");
+    const bool sweep = flags.get_bool("sweep"), per_fusion = flags.get_bool("per-fusion");
     const std::string json = flags.get("json", ""), plot = flags.get("plot", "");
     flags.check_all_known();
     check(device == "cpu", "bench: --device ", device, " is not supported yet (the CUDA backend is issue 6)");
@@ -201,13 +274,29 @@ int main(int argc, char** argv) {
     check(tokens > 0 && hidden > 0 && iters > 0, "bench: sizes and iters must be positive");
     const DType dtype = dtype_text == "float32" ? DType::Float32 : DType::Float64;
 
+    if (per_fusion) {
+      const auto reports = measure_per_fusion(model, tokens, hidden, dtype, iters);
+      print_fusion_reports(model, tokens, hidden, reports);
+      if (!json.empty()) write_fusion_json(json, model, tokens, hidden, reports);
+      std::vector<Bar> bars;
+      for (const FusionReport& r : reports) {
+        bars.push_back({r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median, r.fusion.substr(0, 12), r.fusion.substr(12, 16)});
+      }
+      if (!plot.empty()) write_svg(plot, bars);
+      return 0;
+    }
     std::vector<std::pair<int64_t, int64_t>> shapes{{tokens, hidden}};
     if (sweep) shapes = {{256, 256}, {1024, 256}, {4096, 256}, {1024, 512}, {4096, 1024}};
     std::vector<Result> results;
     for (const auto& [t, h] : shapes) results.push_back(measure(model, t, h, dtype, iters));
     print_table(results);
     if (!json.empty()) write_json(json, results);
-    if (!plot.empty()) write_svg(plot, results);
+    std::vector<Bar> bars;
+    for (const Result& r : results) {
+      bars.push_back({r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median,
+                      std::to_string(r.tokens) + "x" + std::to_string(r.hidden), r.model});
+    }
+    if (!plot.empty()) write_svg(plot, bars);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -10,6 +10,11 @@ for field in model device dtype tokens hidden fused_fwd_ms unfused_fwd_ms fused_
   grep -q "\"$field\"" "$dir/mlp.json" || { echo "missing $field"; exit 1; }
 done
 grep -q '"model": "norm_block"' "$dir/norm.json"
+"$bench" --model mlp_block --tokens 64 --hidden 32 --iters 2 --per-fusion --json "$dir/per_fusion.json" --plot "$dir/per_fusion.svg"
+for fusion in ForwardLinearBiasActivation ForwardLinearBiasAdd BackwardActivationBias; do
+  grep -q "\"fusion\": \"$fusion\"" "$dir/per_fusion.json" || { echo "per-fusion report lacks $fusion"; exit 1; }
+done
+grep -q '"fused_saved_bytes"' "$dir/per_fusion.json"
 grep -q "<svg" "$dir/mlp.svg"
 if "$bench" --model nope 2>/dev/null; then echo "accepted an unknown model"; exit 1; fi
 if "$bench" --frobnicate 2>/dev/null; then echo "accepted an unknown flag"; exit 1; fi
