@@ -79,6 +79,10 @@ TEST(FusionLab, CheckFusionCatchesWrongResultsAndBrokenContracts) {
   EXPECT_FALSE(broken.ok);
   EXPECT_NE(broken.problem.find("no saved state"), std::string::npos) << broken.problem;
 
+  // The GoogleTest helper on a fusion that is right.
+  Sequential good({std::make_shared<Linear>(6, 6), std::make_shared<Bias>(6, 0.5), std::make_shared<ReLU>()});
+  testing::expect_fusion_equivalent("ForwardLinearBiasActivation", good, random_tensor({9, 6}, DType::Float32, 4));
+
   Sequential plain({std::make_shared<Identity>()});
   const FusionCheckResult silent = check_fusion("wrong_double", plain, random_tensor({3, 2}, DType::Float32, 3));
   EXPECT_FALSE(silent.fired);
