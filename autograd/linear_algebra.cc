@@ -3,29 +3,11 @@
 #include "autograd/checks.h"
 #include "autograd/functional.h"
 #include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/gemm.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
+#include "tensor/tensor_math.h"
 
 namespace fuselab {
-namespace {
-
-// out[b] = op(a[b]) op(b[b]) for each batch; a and b are [batch, ., .] (batch 1 for 2-D).
-Tensor batched_gemm(const Tensor& a, bool ta, const Tensor& b, bool tb, int64_t batch) {
-  const int64_t ar = a.size(-2), ac = a.size(-1), br = b.size(-2), bc = b.size(-1);
-  const int64_t m = ta ? ac : ar, k = ta ? ar : ac, n = tb ? br : bc;
-  Tensor out = empty(a.dim() == 3 ? Shape{batch, m, n} : Shape{m, n}, a.dtype());
-  dispatch_floating(a.dtype(), "matmul", [&](auto zero) {
-    using T = decltype(zero);
-    for (int64_t i = 0; i < batch; ++i) {
-      kernels::cpu::gemm<T>(ta, tb, m, n, k, T(1), a.data<T>() + i * ar * ac, ac, b.data<T>() + i * br * bc, bc,
-                            T(0), out.data<T>() + i * m * n, n);
-    }
-  });
-  return out;
-}
-
-}  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_floating_cpu("matmul", a);
@@ -35,12 +17,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                          (a.dim() == 3 && b.dim() == 3 && a.size(0) == b.size(0));
   check(shapes_ok && a.size(-1) == b.size(-2), "matmul: shapes ", a.shape(), " and ", b.shape(),
         " do not agree (need [m, k] x [k, n] or [B, m, k] x [B, k, n])");
-  const int64_t batch = a.dim() == 3 ? a.size(0) : 1;
-  Tensor out = batched_gemm(a, false, b, false, batch);
-  return record("matmul", {a, b}, out, [a, b, batch](const auto& grads, const auto& needs) {
+  return record("matmul", {a, b}, math::matmul(a, false, b, false), [a, b](const auto& grads, const auto& needs) {
     const Tensor& dc = grads[0];
-    return std::vector<Tensor>{needs[0] ? batched_gemm(dc, false, b, true, batch) : Tensor(),
-                               needs[1] ? batched_gemm(a, true, dc, false, batch) : Tensor()};
+    return std::vector<Tensor>{needs[0] ? math::matmul(dc, false, b, true) : Tensor(),
+                               needs[1] ? math::matmul(a, true, dc, false) : Tensor()};
   });
 }
 

@@ -12,12 +12,8 @@ namespace {
 thread_local bool grad_enabled = true;
 thread_local Tape* installed_tape = nullptr;
 
-// Returns a + b in a new tensor; both have the same shape, dtype and device.
-Tensor sum_of(const Tensor& a, const Tensor& b) {
-  Tensor result = a.clone();
-  math::add_(result, b);
-  return result;
-}
+// a + b in a new tensor, in one pass; both have the same shape, dtype and device.
+Tensor sum_of(const Tensor& a, const Tensor& b) { return math::binary(math::BinaryOp::Add, a, b); }
 
 // A leaf's grad is the user's to modify in place, so it never aliases a grad another tensor holds.
 void accumulate_leaf(std::shared_ptr<TensorImpl>& grad, const Tensor& update) {

@@ -11,6 +11,16 @@
 
 namespace fuselab {
 
+Tensor projected_loss(const std::vector<Tensor>& outputs, uint64_t seed) {
+  Tensor loss;
+  for (size_t k = 0; k < outputs.size(); ++k) {
+    Generator gen(seed + k);
+    const Tensor term = sum(mul(outputs[k], uniform(outputs[k].shape(), -1, 1, outputs[k].dtype(), &gen)));
+    loss = loss.defined() ? add(loss, term) : term;
+  }
+  return loss;
+}
+
 RunResult run_with_backward(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras,
                             const RunOptions& options) {
   auto leaf = [](const Tensor& t, bool requires_grad) {
@@ -28,13 +38,7 @@ RunResult run_with_backward(Sequential& seq, const Tensor& x, const std::vector<
   result.outputs.push_back(out.output);
   result.outputs.insert(result.outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
 
-  Tensor loss;
-  for (size_t k = 0; k < result.outputs.size(); ++k) {
-    const Tensor& o = result.outputs[k];
-    Generator gen(options.seed + k);
-    const Tensor term = sum(mul(o, uniform(o.shape(), -1, 1, o.dtype(), &gen)));
-    loss = loss.defined() ? add(loss, term) : term;
-  }
+  const Tensor loss = projected_loss(result.outputs, options.seed);
   if (loss.requires_grad()) backward(loss);
   result.input_grads.push_back(input.grad());
   for (const Tensor& e : extra_inputs) result.input_grads.push_back(e.grad());
@@ -102,9 +106,10 @@ bool has_fused_op(const FusedLists& lists) {
   return false;
 }
 
-// Max finite-difference error of the gradients w.r.t. the input, the extra inputs and the
-// parameters, through the Sequential as it is configured.
-double finite_difference_error(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras, std::string& worst) {
+}  // namespace
+
+double sequential_gradient_error(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras,
+                                 std::string* worst) {
   std::vector<Tensor> inputs{x};
   inputs.insert(inputs.end(), extras.begin(), extras.end());
   const size_t first_param = inputs.size();
@@ -120,17 +125,15 @@ double finite_difference_error(Sequential& seq, const Tensor& x, const std::vect
       [&](const std::vector<Tensor>& in) {
         for (size_t k = 0; k < params.size(); ++k) params[k].first->parameter(params[k].second) = in[first_param + k];
         const SequentialOutput out = seq(in[0], std::vector<Tensor>(in.begin() + 1, in.begin() + first_param));
-        Tensor total = reshape(out.output, {-1});
-        for (const Tensor& e : out.extra_outputs) total = add(sum(total), sum(e));
-        return total;
+        std::vector<Tensor> outputs{out.output};
+        outputs.insert(outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
+        return projected_loss(outputs, 7);
       },
       inputs);
   for (size_t k = 0; k < params.size(); ++k) params[k].first->parameter(params[k].second) = saved_params[k];
-  worst = result.worst;
+  if (worst) *worst = result.worst;
   return result.max_error;
 }
-
-}  // namespace
 
 FusionCheckResult check_fusion(const std::string& name, Sequential& seq, const Tensor& x,
                                const std::vector<Tensor>& extras) {
@@ -143,7 +146,7 @@ FusionCheckResult check_fusion(const std::string& name, Sequential& seq, const T
     const RunResult fused = run_with_backward(seq, x, extras);
     if (x.dtype() == DType::Float64 && x.device().is_cpu()) {
       std::string worst;
-      result.finite_difference_error = finite_difference_error(seq, x, extras, worst);
+      result.finite_difference_error = sequential_gradient_error(seq, x, extras, &worst);
       if (result.finite_difference_error > 1e-6) result.problem = "finite differences disagree: " + worst;
     }
     seq.set_fusion_enabled(false);

@@ -33,12 +33,23 @@ struct RunOptions {
   uint64_t seed = 99;  // of the projection weights
 };
 
-// Runs seq on fresh leaf copies of x and extras and backprops; the parameters' grads are reset.
+// sum over k of sum(outputs[k] * w_k), with w_k drawn from seeds seed, seed + 1, ...: one scalar
+// to which every element of every output contributes.
+Tensor projected_loss(const std::vector<Tensor>& outputs, uint64_t seed);
+
+// Runs seq on fresh leaf copies of x and extras and backprops projected_loss of the outputs; the
+// parameters' grads are reset.
 RunResult run_with_backward(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras,
                             const RunOptions& options = {});
 
 // "" when every tensor matches within |a - b| <= atol + rtol |b|; otherwise what differs first.
 std::string compare_runs(const RunResult& actual, const RunResult& expected, double rtol, double atol);
+
+// The largest finite-difference error (autograd/gradcheck.h) of the grads of the input, the
+// extra inputs and every parameter, through seq as it is configured (float64 inputs and
+// parameters). `worst`, when given, receives where it was.
+double sequential_gradient_error(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras,
+                                 std::string* worst = nullptr);
 
 struct Tolerance {
   double rtol, atol;

@@ -258,9 +258,7 @@ void accumulate(Tensor& into, const Tensor& grad) {
     into = grad;
     return;
   }
-  Tensor sum = into.clone();
-  math::add_(sum, grad);
-  into = sum;
+  into = math::binary(math::BinaryOp::Add, into, grad);
 }
 
 }  // namespace
@@ -369,19 +367,21 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
     const auto& cover = backward.covers[k];
     std::vector<OpContext*> ctxs;
     bool any_backward = false;
-    TensorLists grad_extra_outputs(cover.size());
-    for (size_t c = 0; c < cover.size(); ++c) {
-      const size_t i = cover[c];
+    for (size_t i : cover) {
       ctxs.push_back(&state.ctxs[i]);
       any_backward |= state.ctxs[i].requires_backward();
-      for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
-        const Tensor& g = extra_output_grads[i][s];
-        grad_extra_outputs[c].push_back(g.defined() ? g : zeros(state.extra_output_shapes[i][s], state.dtype));
-      }
     }
     if (!any_backward) {  // nothing earlier needs a grad either
       reached_input = false;
       break;
+    }
+    TensorLists grad_extra_outputs(cover.size());
+    for (size_t c = 0; c < cover.size(); ++c) {
+      const size_t i = cover[c];
+      for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
+        const Tensor& g = extra_output_grads[i][s];
+        grad_extra_outputs[c].push_back(g.defined() ? g : zeros(state.extra_output_shapes[i][s], state.dtype));
+      }
     }
 
     FusedBackward result = backward.ops[k]->fuser_backward(ctxs, dy, grad_extra_outputs);

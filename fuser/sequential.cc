@@ -46,7 +46,6 @@ Tensor Sequential::operator()(const Tensor& x) {
 
 SequentialOutput Sequential::operator()(const Tensor& x, const std::vector<Tensor>& extra_inputs) {
   check(!ops_.empty(), "Sequential: no ops to run");
-  check(x.defined(), "Sequential: undefined input");
   return fuser().run(x, extra_inputs, training_, fusion_active());
 }
 

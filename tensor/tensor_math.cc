@@ -97,14 +97,20 @@ Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy) {
   return dx;
 }
 
-Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b) {
-  const int64_t m = transpose_a ? a.size(1) : a.size(0), k = transpose_a ? a.size(0) : a.size(1);
-  const int64_t n = transpose_b ? b.size(0) : b.size(1);
-  Tensor out = empty({m, n}, a.dtype(), a.device());
+Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend) {
+  const int64_t batch = a.dim() == 3 ? a.size(0) : 1;
+  const int64_t ar = a.size(-2), ac = a.size(-1), br = b.size(-2), bc = b.size(-1);
+  const int64_t m = transpose_a ? ac : ar, k = transpose_a ? ar : ac, n = transpose_b ? br : bc;
+  const Shape shape = a.dim() == 3 ? Shape{batch, m, n} : Shape{m, n};
+  check(!addend.defined() || addend.shape() == shape, "matmul: addend of shape ",
+        addend.defined() ? addend.shape() : Shape{}, " for a product of shape ", shape);
+  Tensor out = addend.defined() ? addend.clone() : empty(shape, a.dtype(), a.device());
   dispatch_floating(a.dtype(), "matmul", [&](auto zero) {
     using T = decltype(zero);
-    cpu::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), a.data<T>(), a.size(1), b.data<T>(), b.size(1),
-                 T(0), out.data<T>(), n);
+    for (int64_t i = 0; i < batch; ++i) {
+      cpu::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), a.data<T>() + i * ar * ac, ac, b.data<T>() + i * br * bc,
+                   bc, T(addend.defined() ? 1 : 0), out.data<T>() + i * m * n, n);
+    }
   });
   return out;
 }

@@ -22,8 +22,10 @@ Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape);  // 
 Tensor activation(Activation act, const Tensor& x);
 Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy);
 
-// y = op(a) * op(b) for 2-D a and b; op is a transpose when the flag says so.
-Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b);
+// op(a) op(b) (+ addend) in a new tensor, where op transposes the last two dims when its flag is
+// set. a and b are both 2-D, or both 3-D with the same batch size. A defined addend, of the
+// result's shape, is copied into the result and the GEMM accumulates onto it (beta = 1).
+Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend = Tensor());
 // Rows of a 2-D-or-more tensor: all dims but the last, flattened.
 int64_t rows_of(const Tensor& x);
 

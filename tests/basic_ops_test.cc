@@ -20,7 +20,6 @@
 #include "ops/basic/rmsnorm.h"
 #include "ops/basic/swiglu.h"
 #include "tensor/factories.h"
-#include "autograd/gradcheck.h"
 #include "tests/sequential_testing.h"
 
 namespace fuselab {
@@ -38,20 +37,8 @@ void expect_op_gradients(std::shared_ptr<BasicOp> op, const Tensor& x, std::vect
     op->parameter(p) = random_tensor(op->parameters()[p].shape(), DType::Float64, 50 + p).detach();
     op->parameter(p).set_requires_grad(true);
   }
-  std::vector<Tensor> inputs{x};
-  inputs.insert(inputs.end(), extras.begin(), extras.end());
-  const size_t first_param = inputs.size();
-  for (const Tensor& p : op->parameters()) inputs.push_back(p);
-  auto f = [&](const std::vector<Tensor>& in) {
-    for (size_t p = 0; p < op->parameters().size(); ++p) op->parameter(p) = in[first_param + p];
-    const std::vector<Tensor> extra_in(in.begin() + 1, in.begin() + first_param);
-    const SequentialOutput out = seq(in[0], extra_in);
-    Tensor total = out.output;
-    for (const Tensor& e : out.extra_outputs) total = add(reshape(total, {-1}), scale(reshape(e, {-1}), 0.5));
-    return total;
-  };
-  const auto result = check_gradients(f, inputs);
-  EXPECT_LT(result.max_error, 1e-6) << op->describe() << ": " << result.worst;
+  std::string worst;
+  EXPECT_LT(sequential_gradient_error(seq, x, extras, &worst), 1e-6) << op->describe() << ": " << worst;
 }
 
 Tensor x64(const Shape& shape, uint64_t seed = 1) { return random_tensor(shape, DType::Float64, seed); }

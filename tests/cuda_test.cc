@@ -37,8 +37,8 @@ TEST_F(Cuda, MixingDevicesIsAClearError) {
   EXPECT_THROW(add(zeros({2}), zeros({2}).to(Device::cuda(0))), Error);
 }
 
-TEST(CudaBuild, DeviceCountNeverThrows) {
-  EXPECT_GE(kernels::cuda::device_count(), 0);
+TEST(CudaBuild, DeviceCountIsSafeWithoutADriver) {
+  EXPECT_NO_THROW(kernels::cuda::device_count());  // no driver or GPU: 0, never an exception
 }
 
 }  // namespace

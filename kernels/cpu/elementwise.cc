@@ -1,18 +1,14 @@
 #include "kernels/cpu/elementwise.h"
 
-#include <omp.h>
-
 #include <algorithm>
-#include <vector>
 
 #include "kernels/cpu/partial_sums.h"
-
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels::cpu {
 namespace {
 
-template <class T, class F>
+template <class F>
 void for_each_row(int64_t rows, int64_t cols, F&& body) {
 #pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain && rows > 1)
   for (int64_t r = 0; r < rows; ++r) body(r);
@@ -20,7 +16,7 @@ void for_each_row(int64_t rows, int64_t cols, F&& body) {
 
 template <class T, class Op>
 void binary_with(Op op, const T* a, const T* b, T* out, int64_t rows, int64_t cols, Broadcast broadcast) {
-  for_each_row<T>(rows, cols, [&](int64_t r) {
+  for_each_row(rows, cols, [&](int64_t r) {
     const T* ar = a + r * cols;
     T* outr = out + r * cols;
     if (broadcast == Broadcast::Scalar) {
@@ -84,7 +80,7 @@ void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, bool accumulate) {
 
 template <class T>
 void sum_cols(const T* x, int64_t rows, int64_t cols, T* out) {
-  for_each_row<T>(rows, cols, [&](int64_t r) {
+  for_each_row(rows, cols, [&](int64_t r) {
     T total = 0;
     for (int64_t c = 0; c < cols; ++c) total += x[r * cols + c];
     out[r] = total;
