@@ -1,6 +1,7 @@
 #include "autograd/tape.h"
 
 #include <atomic>
+#include <unordered_map>
 
 #include "autograd/grad_mode.h"
 #include "tensor/factories.h"
@@ -53,6 +54,13 @@ void Tape::check_same_graph(const std::string& op, const Tensor& t) const {
 
 void Tape::record(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                   BackwardFn backward) {
+  record(std::move(op), inputs, outputs,
+         [backward = std::move(backward)](const std::vector<Tensor>& grads, const std::vector<bool>& needs,
+                                          const EmitGrad&) { return backward(grads, needs); });
+}
+
+void Tape::record(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                  StreamingBackwardFn backward) {
   Node node{std::move(op), {}, {}, std::move(backward)};
   for (const Tensor& input : inputs) {
     GradSink sink;
@@ -86,7 +94,53 @@ void Tape::clear() {
   ++generation_;
 }
 
-void Tape::backward(const Tensor& root, const Tensor& grad_root) {
+// One backward pass's bookkeeping: the grads waiting for each node's outputs, and how many
+// nodes may still add to each leaf's grad (to report the leaf as ready when that reaches zero).
+class Tape::GradRouter {
+ public:
+  GradRouter(std::vector<Node>& nodes, size_t root_node, const LeafGradReadyFn& on_leaf_ready)
+      : nodes_(nodes), pending_(nodes.size()), on_leaf_ready_(on_leaf_ready) {
+    if (!on_leaf_ready_) return;
+    for (size_t i = 0; i <= root_node; ++i) {
+      for (const GradSink& sink : nodes[i].inputs) {
+        if (sink.leaf) ++remaining_[sink.leaf.get()];
+      }
+    }
+  }
+
+  std::vector<std::shared_ptr<TensorImpl>>& pending(size_t node) {
+    pending_[node].resize(nodes_[node].output_shapes.size());
+    return pending_[node];
+  }
+  bool has_pending(size_t node) const { return !pending_[node].empty(); }
+
+  // Routes the grad of input k of node `node` (undefined = none) and counts the leaf's contribution.
+  void route(size_t node, size_t k, const Tensor& grad) {
+    const Node& n = nodes_[node];
+    const GradSink& sink = n.inputs[k];
+    if (!sink.needs_grad) return;
+    if (grad.defined()) {
+      check(grad.shape() == sink.shape, n.op, " backward: grad of input ", k, " has shape ", grad.shape(),
+            ", expected ", sink.shape);
+      if (sink.leaf) accumulate_leaf(sink.leaf->grad, grad);
+      else accumulate_pending(pending(sink.meta->node)[sink.meta->output], grad);
+    }
+    if (sink.leaf && on_leaf_ready_ && --remaining_[sink.leaf.get()] == 0) on_leaf_ready_(Tensor(sink.leaf));
+  }
+
+  // A node that gets no grad contributes none to its inputs.
+  void skip(size_t node) {
+    for (size_t k = 0; k < nodes_[node].inputs.size(); ++k) route(node, k, Tensor());
+  }
+
+ private:
+  std::vector<Node>& nodes_;
+  std::vector<std::vector<std::shared_ptr<TensorImpl>>> pending_;
+  const LeafGradReadyFn& on_leaf_ready_;
+  std::unordered_map<const TensorImpl*, size_t> remaining_;
+};
+
+void Tape::backward(const Tensor& root, const Tensor& grad_root, const LeafGradReadyFn& on_leaf_ready) {
   check(root.defined() && root.requires_grad(), "backward: the tensor",
         root.defined() ? " of shape " : "", root.defined() ? root.shape() : Shape{},
         " does not require grad (no input of the calls that made it requires grad)");
@@ -100,41 +154,39 @@ void Tape::backward(const Tensor& root, const Tensor& grad_root) {
         seed.shape(), " ", seed.dtype(), " for a root of shape ", root.shape(), " ", root.dtype());
   if (root.is_leaf()) {
     accumulate_leaf(root.impl().grad, seed);
+    if (on_leaf_ready) on_leaf_ready(root);
     return;
   }
   check_same_graph("backward", root);
 
   const AutogradMeta& root_meta = *root.impl().autograd_meta;
-  std::vector<std::vector<std::shared_ptr<TensorImpl>>> pending(nodes_.size());
-  pending[root_meta.node].resize(nodes_[root_meta.node].output_shapes.size());
-  pending[root_meta.node][root_meta.output] = seed.impl_ptr();
+  GradRouter router(nodes_, root_meta.node, on_leaf_ready);
+  router.pending(root_meta.node)[root_meta.output] = seed.impl_ptr();
 
   for (size_t i = root_meta.node + 1; i-- > 0;) {
     Node& node = nodes_[i];
-    if (pending[i].empty()) continue;
+    if (!router.has_pending(i)) {
+      router.skip(i);
+      continue;
+    }
     std::vector<Tensor> grad_outputs(node.output_shapes.size());
-    for (size_t o = 0; o < pending[i].size(); ++o) grad_outputs[o] = Tensor(pending[i][o]);
-    std::vector<bool> needs(node.inputs.size());
+    for (size_t o = 0; o < grad_outputs.size(); ++o) grad_outputs[o] = Tensor(router.pending(i)[o]);
+    router.pending(i).clear();
+    std::vector<bool> needs(node.inputs.size()), emitted(node.inputs.size(), false);
     for (size_t k = 0; k < needs.size(); ++k) needs[k] = node.inputs[k].needs_grad;
 
-    std::vector<Tensor> grads = node.backward(grad_outputs, needs);
+    const EmitGrad emit = [&](size_t k, const Tensor& grad) {
+      check(k < node.inputs.size() && !emitted[k], node.op, " backward emitted input ", k,
+            " twice or out of range (", node.inputs.size(), " inputs)");
+      emitted[k] = true;
+      router.route(i, k, grad);
+    };
+    std::vector<Tensor> grads = node.backward(grad_outputs, needs, emit);
     node.backward = nullptr;  // frees what the call saved
-    pending[i].clear();
     check(grads.size() == node.inputs.size(), node.op, " backward returned ", grads.size(),
           " grads for ", node.inputs.size(), " inputs");
-
     for (size_t k = 0; k < grads.size(); ++k) {
-      const GradSink& sink = node.inputs[k];
-      if (!sink.needs_grad || !grads[k].defined()) continue;
-      check(grads[k].shape() == sink.shape, node.op, " backward: grad of input ", k, " has shape ",
-            grads[k].shape(), ", expected ", sink.shape);
-      if (sink.leaf) {
-        accumulate_leaf(sink.leaf->grad, grads[k]);
-      } else {
-        auto& slots = pending[sink.meta->node];
-        slots.resize(nodes_[sink.meta->node].output_shapes.size());
-        accumulate_pending(slots[sink.meta->output], grads[k]);
-      }
+      if (!emitted[k]) router.route(i, k, grads[k]);
     }
   }
   clear();
@@ -153,6 +205,8 @@ Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, 
   return output;
 }
 
-void backward(const Tensor& root, const Tensor& grad_root) { current_tape().backward(root, grad_root); }
+void backward(const Tensor& root, const Tensor& grad_root, const LeafGradReadyFn& on_leaf_ready) {
+  current_tape().backward(root, grad_root, on_leaf_ready);
+}
 
 }  // namespace fuselab

@@ -331,17 +331,17 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
     std::vector<Tensor> node_outputs{out.output};
     node_outputs.insert(node_outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
     current_tape().record("Sequential", node_inputs, node_outputs,
-                          [state](const std::vector<Tensor>& grads, const std::vector<bool>&) {
-                            return backward(*state, grads);
-                          });
+                          StreamingBackwardFn([state](const std::vector<Tensor>& grads, const std::vector<bool>&,
+                                                      const EmitGrad& emit) { return backward(*state, grads, emit); }));
   }
   return out;
 }
 
-std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector<Tensor>& grads) {
+std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector<Tensor>& grads, const EmitGrad& emit) {
   const auto& ops = state.program->ops;
   const ChannelPlan& plan = state.program->plan;
-  // The node's inputs: the input, the caller's extra inputs, then every op's parameters.
+  // The node's inputs: the input, the caller's extra inputs, then every op's parameters. Parameter
+  // grads are emitted as soon as their op has run, so data-parallel reduction can start early.
   std::vector<size_t> param_offset(ops.size());
   size_t num_inputs = 1 + plan.num_caller_inputs;
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -388,7 +388,7 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
     check_backward_result(result, *backward.ops[k], cover, ops, state.ctxs[cover.front()].input_requires_grad);
     for (size_t c = 0; c < cover.size(); ++c) {
       const size_t i = cover[c];
-      for (size_t p = 0; p < result.grad_params[c].size(); ++p) input_grads[param_offset[i] + p] = result.grad_params[c][p];
+      for (size_t p = 0; p < result.grad_params[c].size(); ++p) emit(param_offset[i] + p, result.grad_params[c][p]);
       for (int s = 0; s < ops[i]->num_extra_inputs(); ++s) {
         const ExtraInputSource& source = plan.inputs[i][s];
         const Tensor& g = result.grad_extra_inputs[c][s];

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "fuser/channel_plan.h"
 #include "fuser/explain.h"
 #include "fuser/registry.h"
@@ -60,7 +61,7 @@ class OperationFuser {
   struct CallState;
   static Tensor run_forward(CallState& state, const Tensor& input, const std::vector<Tensor>& extra_inputs,
                             std::vector<std::vector<Tensor>>& extra_values);
-  static std::vector<Tensor> backward(CallState& state, const std::vector<Tensor>& grads);
+  static std::vector<Tensor> backward(CallState& state, const std::vector<Tensor>& grads, const EmitGrad& emit);
   FusedLists fuse_lists(const FusionFacts& facts, ExplainLog* log) const;
   IndexedOpList check_cover(const OpList& ops, const std::string& fusion, const char* pass,
                             const std::vector<Pass>& required) const;

@@ -294,6 +294,30 @@ TEST(FuserExecution, GradsFlowOnlyWhereRequired) {
   }
 }
 
+// The Sequential node hands each parameter's grad to the tape as soon as its op's backward has
+// run: the last layer's parameters are reported ready while the first layer's grads are not
+// computed yet (data-parallel training overlaps its reductions with this).
+TEST(FuserExecution, ParameterGradsAreReadyAsSoonAsTheirOpHasRun) {
+  for (bool fused : {true, false}) {
+    Sequential seq({std::make_shared<Linear>(3, 4), std::make_shared<Bias>(4), std::make_shared<GELU>(),
+                    std::make_shared<Linear>(4, 2), std::make_shared<Bias>(2)});
+    seq.set_fusion_enabled(fused);
+    const std::vector<Tensor> params = seq.parameters();  // w1, b1, w2, b2
+    std::vector<size_t> order;
+    std::vector<bool> first_layer_done_when_ready;
+    backward(sum(seq(random_tensor({5, 3}, DType::Float32, 2))), Tensor(), [&](const Tensor& leaf) {
+      for (size_t p = 0; p < params.size(); ++p) {
+        if (leaf.same(params[p])) order.push_back(p);
+      }
+      first_layer_done_when_ready.push_back(params[0].grad().defined());
+      EXPECT_TRUE(leaf.grad().defined());
+    });
+    EXPECT_EQ(order, (std::vector<size_t>{3, 2, 1, 0})) << "fused " << fused;
+    EXPECT_FALSE(first_layer_done_when_ready.front()) << "fused " << fused;
+    seq.zero_grad();
+  }
+}
+
 TEST(FusionSwitches, PerSequentialAndGlobal) {
   Sequential seq({std::make_shared<Linear>(3, 3), std::make_shared<Bias>(3)});
   EXPECT_NE(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);

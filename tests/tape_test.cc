@@ -122,6 +122,30 @@ TEST(Tape, EachThreadHasItsOwnTape) {
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{1, 1}));
 }
 
+TEST(Tape, LeafIsReportedReadyOnceAfterItsLastContribution) {
+  const Tensor x = leaf({3, -2}), w = leaf({1, 1});
+  const Tensor h = mul(x, x);                        // node 0 takes x (twice)
+  const Tensor loss = sum(add(mul(h, w), scale(x, 5)));  // nodes 1 and 3 take w and x
+  std::vector<std::pair<const TensorImpl*, std::vector<double>>> ready;
+  backward(loss, Tensor(), [&](const Tensor& t) { ready.emplace_back(&t.impl(), t.grad().to_vector<double>()); });
+  ASSERT_EQ(ready.size(), 2u);
+  EXPECT_EQ(ready[0].first, &w.impl());  // w's only node runs before x's last one
+  EXPECT_EQ(ready[1].first, &x.impl());
+  EXPECT_EQ(ready[1].second, (std::vector<double>{11, 1}));  // 2x + 5, complete when reported
+}
+
+TEST(Tape, LeafThatNoPathReachesIsReportedWithoutGrad) {
+  const Tensor x = leaf({1, 2}), unused = leaf({4});
+  const Tensor side = scale(unused, 2);  // recorded, but the loss does not depend on it
+  (void)side;
+  std::vector<const TensorImpl*> ready;
+  backward(sum(scale(x, 3)), Tensor(), [&](const Tensor& t) { ready.push_back(&t.impl()); });
+  ASSERT_EQ(ready.size(), 2u);
+  EXPECT_EQ(ready[0], &x.impl());
+  EXPECT_EQ(ready[1], &unused.impl());
+  EXPECT_FALSE(unused.grad().defined());
+}
+
 TEST(Tape, IntegerTensorsCannotRequireGrad) {
   Tensor ids = arange(3);
   EXPECT_THROW(ids.set_requires_grad(true), Error);
