@@ -53,4 +53,10 @@ Tensor take_rows(const Tensor& t, const std::vector<int64_t>& rows) {
   return out;
 }
 
+std::vector<int64_t> shard(const std::vector<int64_t>& batch, int rank, int ranks) {
+  check(ranks > 0 && rank >= 0 && rank < ranks, "shard: rank ", rank, " of ", ranks);
+  const size_t n = batch.size(), begin = n * size_t(rank) / size_t(ranks), end = n * size_t(rank + 1) / size_t(ranks);
+  return {batch.begin() + std::ptrdiff_t(begin), batch.begin() + std::ptrdiff_t(end)};
+}
+
 }  // namespace fuselab

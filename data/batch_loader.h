@@ -1,5 +1,6 @@
 // Mini-batches of example indices: a seeded shuffle per epoch and a policy for the last,
-// smaller batch. Data-parallel ranks would take disjoint shards of each batch.
+// smaller batch. Data-parallel ranks build the same loader (same seed) and each takes its
+// shard of every batch.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,10 @@ class BatchLoader {
   std::vector<int64_t> order_;
   int64_t position_ = 0, epoch_ = -1;
 };
+
+// Rank `rank`'s part of `batch` among `ranks`: a contiguous block, the blocks' sizes differing by
+// at most one (equal when ranks divides the batch size).
+std::vector<int64_t> shard(const std::vector<int64_t>& batch, int rank, int ranks);
 
 // Rows `rows` of t (along dim 0), in that order, as a new tensor.
 Tensor take_rows(const Tensor& t, const std::vector<int64_t>& rows);

@@ -67,6 +67,20 @@ TEST(BatchLoader, TakeRowsGathersInOrder) {
   EXPECT_THROW(take_rows(t, {3}), Error);
 }
 
+TEST(BatchLoader, ShardsSplitABatchIntoDisjointContiguousBlocks) {
+  const std::vector<int64_t> batch{9, 3, 7, 1, 4, 8, 2};
+  std::vector<int64_t> joined;
+  for (int rank = 0; rank < 3; ++rank) {
+    const auto part = shard(batch, rank, 3);
+    EXPECT_GE(part.size(), 2u);
+    EXPECT_LE(part.size(), 3u);
+    joined.insert(joined.end(), part.begin(), part.end());
+  }
+  EXPECT_EQ(joined, batch);
+  EXPECT_EQ(shard(batch, 0, 1), batch);
+  EXPECT_THROW(shard(batch, 2, 2), Error);
+}
+
 TEST(Csv, ReadsFeaturesAndLabelsWithAnOptionalHeader) {
   const auto data = read_csv(write_file("a.csv", "x,y,label\n1.5,2,0\n-3,4e1,2\n"));
   EXPECT_EQ(data.features.shape(), (Shape{2, 2}));

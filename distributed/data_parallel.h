@@ -1,0 +1,67 @@
+// Data-parallel training: every rank holds the same parameters (rank 0's, broadcast when the
+// DataParallel is made), runs forward and backward on its own shard of each batch, and
+// DataParallel::backward leaves every parameter's grad averaged over the ranks:
+//
+//   grad = (1 / ranks) * sum over ranks r of grad_r
+//
+// With equal shards and a loss that is a mean over the shard, that is the grad of the mean
+// loss over the whole batch, so the optimizer step is the same on every rank and the
+// parameters stay identical.
+//
+// Communication overlaps backward: the parameters are packed into buckets in reverse order
+// (the order backward finishes their grads), and a bucket's all-reduce starts as soon as the
+// tape reports the last of its grads final, while backward goes on with earlier layers.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "distributed/communicator.h"
+#include "tensor/tensor.h"
+
+namespace fuselab {
+
+class DataParallel {
+ public:
+  DataParallel(std::vector<Tensor> params, Communicator& comm, int64_t bucket_bytes = int64_t(1) << 20);
+
+  // backward(loss) on this rank's shard; returns when every grad is averaged over the ranks. A
+  // parameter that no path from the loss reaches gets the average of the others' grads (zero
+  // from this rank).
+  void backward(const Tensor& loss);
+
+  Communicator& communicator() const { return comm_; }
+  size_t num_buckets() const { return buckets_.size(); }
+
+  // Where the time of the backward() calls so far went: waiting for reductions after the tape
+  // was done is communication that did not overlap compute.
+  struct Timing {
+    double backward_s = 0;      // whole backward() calls
+    double exposed_comm_s = 0;  // of which: waiting for all-reduces after the tape finished
+  };
+  const Timing& timing() const { return timing_; }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;  // indices into params_, in the order backward finishes them
+    std::vector<int64_t> offsets;
+    Tensor buffer;  // the bucket's grads, flat, reduced in place
+    size_t ready = 0;
+    std::unique_ptr<PendingCollective> pending;
+  };
+  void on_grad_ready(const Tensor& leaf);
+  void start_ready_buckets();
+  void start(Bucket& bucket);
+  void finish(Bucket& bucket);
+
+  std::vector<Tensor> params_;
+  Communicator& comm_;
+  std::vector<Bucket> buckets_;
+  std::unordered_map<const TensorImpl*, size_t> bucket_of_;  // each parameter's bucket
+  size_t next_to_start_ = 0;  // buckets start in index order, the same on every rank
+  Timing timing_;
+};
+
+}  // namespace fuselab

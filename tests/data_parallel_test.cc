@@ -1,0 +1,94 @@
+// DataParallel in one process, with a communicator that records what it is asked to reduce:
+// reductions start while backward still runs, in bucket order, and what backward does not reach
+// is still reduced. The two-rank behaviour is tested under mpirun in tests/distributed/.
+#include <gtest/gtest.h>
+
+#include "autograd/functional.h"
+#include "distributed/data_parallel.h"
+#include "fuser/sequential.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/linear.h"
+#include "tensor/factories.h"
+#include "tests/sequential_testing.h"
+
+namespace fuselab {
+namespace {
+
+// One rank that notes each reduction's size and whether the first parameter's grad existed yet.
+class RecordingCommunicator final : public Communicator {
+ public:
+  explicit RecordingCommunicator(const Tensor* first_param) : first_param_(first_param) {}
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::unique_ptr<PendingCollective> start_all_reduce_sum(Tensor buffer) override {
+    sizes.push_back(buffer.numel());
+    first_grad_existed.push_back(first_param_ && first_param_->grad().defined());
+    return single_.start_all_reduce_sum(buffer);
+  }
+  void broadcast(Tensor, int) override {}
+  void abort(const std::string& why) override { single_.abort(why); }
+
+  std::vector<int64_t> sizes;
+  std::vector<bool> first_grad_existed;
+
+ private:
+  const Tensor* first_param_;
+  SingleProcess single_;
+};
+
+Sequential two_layers() {
+  Generator gen(3);
+  Sequential model;
+  model.append(linear_with_bias(6, 8, &gen)).append(std::make_shared<GELU>());
+  model.append(linear_with_bias(8, 4, &gen));
+  return model;
+}
+
+TEST(DataParallel, ReductionsStartWhileBackwardStillRuns) {
+  Sequential model = two_layers();
+  const std::vector<Tensor> params = model.parameters();  // w1 [8,6], b1 [8], w2 [4,8], b2 [4]
+  RecordingCommunicator comm(&params[0]);
+  DataParallel parallel(params, comm, /*bucket_bytes=*/64);  // 16 floats: b2 | w2 | b1 | w1
+  comm.sizes.clear();  // the construction's own size check
+  comm.first_grad_existed.clear();
+  parallel.backward(sum(model(testing::random_tensor({5, 6}, DType::Float32, 1))));
+  EXPECT_EQ(comm.sizes, (std::vector<int64_t>{4, 32, 8, 48}));
+  EXPECT_EQ(comm.first_grad_existed, (std::vector<bool>{false, false, false, true}));
+}
+
+TEST(DataParallel, GradsMatchPlainBackwardOnOneRank) {
+  Sequential model = two_layers(), reference = two_layers();
+  SingleProcess comm;
+  DataParallel parallel(model.parameters(), comm, /*bucket_bytes=*/64);
+  const Tensor x = testing::random_tensor({5, 6}, DType::Float32, 2);
+  parallel.backward(sum(model(x)));
+  backward(sum(reference(x)));
+  for (size_t p = 0; p < 4; ++p) {
+    EXPECT_EQ(model.parameters()[p].grad().to_vector<float>(), reference.parameters()[p].grad().to_vector<float>());
+  }
+}
+
+TEST(DataParallel, AParameterBackwardDoesNotReachGetsAZeroGrad) {
+  Sequential model = two_layers();
+  Tensor unused = ones({3});
+  unused.set_requires_grad(true);
+  std::vector<Tensor> params = model.parameters();
+  params.push_back(unused);
+  SingleProcess comm;
+  DataParallel parallel(params, comm);
+  parallel.backward(sum(model(testing::random_tensor({5, 6}, DType::Float32, 4))));
+  EXPECT_EQ(unused.grad().to_vector<float>(), (std::vector<float>{0, 0, 0}));
+}
+
+TEST(DataParallel, ParametersOfDifferentDtypesAreRejected) {
+  SingleProcess comm;
+  try {
+    DataParallel({ones({2}), ones({3}, DType::Float64)}, comm);
+    ADD_FAILURE() << "expected fuselab::Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("float64"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace fuselab
