@@ -13,11 +13,13 @@
 
 namespace fuselab {
 
-// A collective in flight; wait() returns when its result is in the buffer.
+// A collective in flight; wait() returns when its result is in the buffer. MPI moves data only
+// inside MPI calls, so whoever waits on one calls progress() now and then to let it advance.
 class PendingCollective {
  public:
   virtual ~PendingCollective() = default;
   virtual void wait() = 0;
+  virtual void progress() {}
 };
 
 class Communicator {

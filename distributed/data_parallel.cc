@@ -67,6 +67,7 @@ void DataParallel::on_grad_ready(const Tensor& leaf) {
   if (it == bucket_of_.end()) return;  // a leaf that is not one of the parameters
   ++buckets_[it->second].ready;
   start_ready_buckets();
+  for (size_t b = 0; b < next_to_start_; ++b) buckets_[b].pending->progress();  // let MPI move the data
 }
 
 // Collectives must be called in the same order on every rank, so bucket k starts only after

@@ -25,7 +25,7 @@ namespace fuselab {
 
 class DataParallel {
  public:
-  DataParallel(std::vector<Tensor> params, Communicator& comm, int64_t bucket_bytes = int64_t(1) << 20);
+  DataParallel(std::vector<Tensor> params, Communicator& comm, int64_t bucket_bytes = int64_t(1) << 18);
 
   // backward(loss) on this rank's shard; returns when every grad is averaged over the ranks. A
   // parameter that no path from the loss reaches gets the average of the others' grads (zero

@@ -57,6 +57,10 @@ class MpiPending final : public PendingCollective {
     if (request_ != MPI_REQUEST_NULL) wait();
   }
   void wait() override { wait_for(request_, "MPI_Iallreduce", comm_, timeout_s_); }
+  void progress() override {
+    int done = 0;
+    if (request_ != MPI_REQUEST_NULL) check_mpi(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Iallreduce");
+  }
 
  private:
   Tensor buffer_;  // kept alive while MPI writes into it

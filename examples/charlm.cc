@@ -7,6 +7,11 @@
 //       [--checkpoint=DIR [--resume] [--checkpoint-every=N]] [--json=FILE] [--loss-log=FILE]
 //       [--stop-after=N] (stop early, as if interrupted; --resume continues)
 //
+// Data-parallel over MPI ranks, the global batch split between them (rank 0 alone prints,
+// logs and writes checkpoints, which load into a run with any number of ranks):
+//
+//   mpirun -np 2 --oversubscribe --allow-run-as-root bazel-bin/examples/charlm --data-parallel
+//
 // The whole model is one Sequential of fusible ops:
 //   Embedding, Reshape, Linear, Bias, GELU,
 //   blocks x [MakeExtraOutput, RMSNorm, Linear, Bias, GELU, Linear, Bias, AddExtraInput],
@@ -17,14 +22,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "autograd/functional.h"
 #include "data/batch_loader.h"
+#include "distributed/data_parallel.h"
+#include "distributed/mpi_communicator.h"
 #include "examples/flags.h"
 #include "fuser/sequential.h"
+#include "kernels/cpu/threading.h"
 #include "kernels/cuda/device_api.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
@@ -50,7 +59,7 @@ struct Config {
   int64_t steps, stop_after, batch, context, embed, hidden, blocks, checkpoint_every;
   double lr;
   uint64_t seed;
-  bool fusion, resume;
+  bool fusion, resume, data_parallel;
   std::string data, checkpoint, json, loss_log, device;
 };
 
@@ -178,12 +187,14 @@ void print_progress(int64_t step, int64_t total, double loss, double tokens_per_
   std::fflush(stdout);
 }
 
-int run(const Config& c) {
+int run(const Config& c, Communicator& comm) {
   check(c.device == "cpu" || c.device == "cuda", "charlm: --device must be cpu or cuda, got ", c.device);
   if (c.device == "cuda") {
     check(kernels::cuda::device_count() > 0, "charlm: --device cuda, but this machine has no CUDA device");
     fail("charlm: the CUDA backend does not run the model's ops yet (issue 6); use --device cpu");
   }
+  check(c.batch % comm.size() == 0, "charlm: --batch=", c.batch, " does not split evenly over ", comm.size(), " ranks");
+  const bool leader = comm.rank() == 0;  // prints, logs and writes checkpoints
   const std::vector<std::string> words = read_words(c.data, c.seed);
   const size_t val_words = std::max<size_t>(1, words.size() / 10);
   const Examples val = make_examples({words.begin(), words.begin() + val_words}, c.context);
@@ -192,46 +203,58 @@ int run(const Config& c) {
   Generator gen(c.seed);
   Sequential model = build_model(c, gen);
   AdamW optimizer(model.parameters(), {c.lr, 0.9, 0.99, 1e-8, 0.01});
-  BatchLoader loader(train.targets.size(0), c.batch, c.seed + 1);
-  std::printf("charlm: %zu words (%lld train / %lld val examples), context %lld, %lld blocks of width %lld, fusion %s\n",
+  std::optional<DataParallel> parallel;
+  if (c.data_parallel) parallel.emplace(model.parameters(), comm);
+  BatchLoader loader(train.targets.size(0), c.batch, c.seed + 1);  // the same batches on every rank
+  if (leader) {
+    std::printf("charlm: %zu words (%lld train / %lld val examples), context %lld, %lld blocks of width %lld, fusion %s\n",
               words.size(), (long long)train.targets.size(0), (long long)val.targets.size(0), (long long)c.context,
               (long long)c.blocks, (long long)c.hidden, c.fusion ? "on" : "off");
-  std::printf("%s\n", model.describe().c_str());
+    if (c.data_parallel) std::printf("data parallel: %d rank(s), %lld examples each per step\n", comm.size(), (long long)(c.batch / comm.size()));
+    std::printf("%s\n", model.describe().c_str());
+  }
 
   const std::string checkpoint_file = c.checkpoint.empty() ? "" : c.checkpoint + "/charlm.safetensors";
   int64_t start = 0;
   if (c.resume && !checkpoint_file.empty() && std::filesystem::exists(checkpoint_file)) {
     start = load_checkpoint(checkpoint_file, model.named_parameters(), optimizer);
     for (int64_t s = 0; s < start; ++s) loader.next();  // the loader is deterministic: replay its batches
-    std::printf("resumed from %s at step %lld\n", checkpoint_file.c_str(), (long long)start);
+    if (leader) std::printf("resumed from %s at step %lld\n", checkpoint_file.c_str(), (long long)start);
   }
   std::ofstream loss_log;
-  if (!c.loss_log.empty()) loss_log.open(c.loss_log, std::ios::app);
+  if (leader && !c.loss_log.empty()) loss_log.open(c.loss_log, std::ios::app);
 
   const auto begin = std::chrono::steady_clock::now();
   double tokens_per_s = 0, last_loss = 0;
   const int64_t stop = std::min(c.steps, c.stop_after);
   for (int64_t step = start; step < stop; ++step) {
-    const std::vector<int64_t> rows = loader.next();
+    const std::vector<int64_t> rows = shard(loader.next(), comm.rank(), comm.size());
     optimizer.set_lr(cosine_with_warmup(step, c.steps / 20, c.steps, c.lr, c.lr / 10));
     optimizer.zero_grad();
     const Tensor loss = cross_entropy(model(take_rows(train.contexts, rows)), take_rows(train.targets, rows));
-    backward(loss);
+    if (parallel) parallel->backward(loss);  // grads averaged over the ranks
+    else backward(loss);
     clip_grad_norm(model.parameters(), 1.0);
     optimizer.step();
-    last_loss = loss.item();
+    last_loss = comm.size() > 1 ? comm.mean(loss.item()) : loss.item();  // the whole batch's loss
     if (loss_log.is_open()) loss_log << step + 1 << ' ' << last_loss << '\n';
-    if (!checkpoint_file.empty() && (step + 1) % c.checkpoint_every == 0) {
+    if (leader && !checkpoint_file.empty() && (step + 1) % c.checkpoint_every == 0) {
       std::filesystem::create_directories(c.checkpoint);
       save_checkpoint(checkpoint_file, model.named_parameters(), optimizer, step + 1);
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     tokens_per_s = double((step + 1 - start) * c.batch) / seconds;
-    if ((step + 1) % 50 == 0 || step + 1 == c.steps) {
+    if (leader && ((step + 1) % 50 == 0 || step + 1 == c.steps)) {
       print_progress(step + 1, c.steps, last_loss, tokens_per_s, seconds / double(step + 1 - start) * double(c.steps - step - 1));
     }
   }
+  if (!leader) return 0;
   std::printf("\n");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  if (parallel) {
+    std::printf("data parallel: %.1f steps/s on %d rank(s); waiting for all-reduces after backward took %.1f%% of the time\n",
+                double(stop - start) / seconds, comm.size(), 100 * parallel->timing().exposed_comm_s / seconds);
+  }
   if (stop < c.steps) {
     std::printf("stopped after step %lld of %lld (--stop-after)\n", (long long)stop, (long long)c.steps);
     return 0;
@@ -246,7 +269,8 @@ int run(const Config& c) {
   if (!c.json.empty()) {
     std::ofstream json(c.json);
     json << "{\"val_loss\": " << val_loss << ", \"unigram_loss\": " << baseline << ", \"steps\": " << c.steps
-         << ", \"tokens_per_s\": " << tokens_per_s << ", \"fused\": " << (c.fusion ? "true" : "false") << "}\n";
+         << ", \"tokens_per_s\": " << tokens_per_s << ", \"steps_per_s\": " << double(c.steps - start) / seconds
+         << ", \"ranks\": " << comm.size() << ", \"fused\": " << (c.fusion ? "true" : "false") << "}\n";
   }
   return 0;
 }
@@ -274,9 +298,18 @@ int main(int argc, char** argv) {
     c.json = flags.get("json", "");
     c.loss_log = flags.get("loss-log", "");
     c.device = flags.get("device", "cpu");
+    c.data_parallel = flags.get_bool("data-parallel");
     flags.check_all_known();
     check(c.steps > 0 && c.batch > 0 && c.context > 0 && c.checkpoint_every > 0, "charlm: sizes must be positive");
-    return run(c);
+    if (!c.data_parallel) {
+      SingleProcess single;
+      return run(c, single);
+    }
+    MpiCommunicator world(&argc, &argv);
+    if (!std::getenv("FUSELAB_NUM_THREADS")) {  // share the machine's cores between its ranks
+      kernels::cpu::set_num_threads(std::max(1, kernels::cpu::num_threads() / world.local_size()));
+    }
+    return run_or_abort(world, [&] { return run(c, world); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "\nerror: %s\n", e.what());
     return 1;

@@ -1,7 +1,6 @@
 #include "optim/adamw.h"
 
-#include <cmath>
-
+#include "kernels/cpu/optimizer_steps.h"
 #include "tensor/dispatch.h"
 
 namespace fuselab {
@@ -16,27 +15,17 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : Optimizer(std::
 
 void AdamW::step() {
   const AdamWOptions& o = options_;
-  const int64_t t = steps_ + 1;
-  const double correction1 = 1 - std::pow(o.beta1, double(t)), correction2 = 1 - std::pow(o.beta2, double(t));
+  const kernels::cpu::AdamWHyper hyper{lr_, o.beta1, o.beta2, o.eps, o.weight_decay, steps_ + 1};
   for (size_t k = 0; k < params_.size(); ++k) {
     const Tensor grad = params_[k].grad();
     if (!grad.defined()) continue;
     dispatch_floating(params_[k].dtype(), "AdamW", [&](auto zero) {
       using T = decltype(zero);
-      T* p = params_[k].data<T>();
-      const T* g = grad.data<T>();
-      T* m = buffer(0, k).data<T>();
-      T* v = buffer(1, k).data<T>();
-      const T decay = T(1 - lr_ * o.weight_decay), b1 = T(o.beta1), b2 = T(o.beta2);
-      const T step_size = T(lr_ / correction1), root_correction2 = T(std::sqrt(correction2));
-      for (int64_t i = 0; i < params_[k].numel(); ++i) {
-        m[i] = b1 * m[i] + (1 - b1) * g[i];
-        v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-        p[i] = p[i] * decay - step_size * m[i] / (std::sqrt(v[i]) / root_correction2 + T(o.eps));
-      }
+      kernels::cpu::adamw_step(params_[k].data<T>(), grad.data<T>(), buffer(0, k).data<T>(), buffer(1, k).data<T>(),
+                               params_[k].numel(), hyper);
     });
   }
-  steps_ = t;
+  ++steps_;
 }
 
 }  // namespace fuselab

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu/elementwise.h"
 #include "tensor/dispatch.h"
-#include "tensor/tensor_math.h"
 
 namespace fuselab {
 
@@ -15,8 +15,7 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     if (!g.defined()) continue;
     dispatch_floating(g.dtype(), "clip_grad_norm", [&](auto zero) {
       using T = decltype(zero);
-      const T* d = g.data<T>();
-      for (int64_t i = 0; i < g.numel(); ++i) sum_sq += double(d[i]) * double(d[i]);
+      sum_sq += kernels::cpu::sum_squares(g.data<T>(), g.numel());
     });
   }
   const double norm = std::sqrt(sum_sq);
@@ -24,7 +23,11 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     const double factor = max_norm / (norm + 1e-6);
     for (const Tensor& p : params) {
       Tensor g = p.grad();
-      if (g.defined()) g.copy_(math::scaled(g, factor));
+      if (!g.defined()) continue;
+      dispatch_floating(g.dtype(), "clip_grad_norm", [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cpu::scale(g.data<T>(), T(factor), g.data<T>(), g.numel());  // in place
+      });
     }
   }
   return norm;

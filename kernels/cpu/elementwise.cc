@@ -53,9 +53,10 @@ void axpy(T alpha, const T* x, T* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
-template <class T>
-T sum_all(const T* x, int64_t n) {
-  // Blocks of 4096 elements, each summed in double (accurate for millions of float32 terms).
+// sum_i term(i) over [0, n): blocks of 4096 terms, each summed in double (accurate for millions
+// of float32 terms), the block sums added in a fixed order.
+template <class Term>
+double block_sum(int64_t n, Term&& term) {
   constexpr int64_t kBlock = 4096;
   double total = 0;
   parallel_partial_sums<double>((n + kBlock - 1) / kBlock, 1, n > kParallelGrain, &total, false,
@@ -63,10 +64,20 @@ T sum_all(const T* x, int64_t n) {
                                   const int64_t end = std::min(n, (block + 1) * kBlock);
                                   double sum = 0;
 #pragma omp simd reduction(+ : sum)
-                                  for (int64_t i = block * kBlock; i < end; ++i) sum += double(x[i]);
+                                  for (int64_t i = block * kBlock; i < end; ++i) sum += term(i);
                                   partial[0] += sum;
                                 });
-  return T(total);
+  return total;
+}
+
+template <class T>
+T sum_all(const T* x, int64_t n) {
+  return T(block_sum(n, [x](int64_t i) { return double(x[i]); }));
+}
+
+template <class T>
+double sum_squares(const T* x, int64_t n) {
+  return block_sum(n, [x](int64_t i) { return double(x[i]) * double(x[i]); });
 }
 
 template <class T>
@@ -118,6 +129,7 @@ void transpose(const T* x, T* out, int64_t batch, int64_t rows, int64_t cols) {
   template void scale<T>(const T*, T, T*, int64_t);                                              \
   template void axpy<T>(T, const T*, T*, int64_t);                                               \
   template T sum_all<T>(const T*, int64_t);                                                      \
+  template double sum_squares<T>(const T*, int64_t);                                             \
   template void sum_rows<T>(const T*, int64_t, int64_t, T*, bool);                               \
   template void sum_cols<T>(const T*, int64_t, int64_t, T*);                                     \
   template void activation_forward<T>(Activation, const T*, T*, int64_t);                        \

@@ -28,6 +28,10 @@ void axpy(T alpha, const T* x, T* y, int64_t n);
 template <class T>
 T sum_all(const T* x, int64_t n);
 
+// sum_i x[i]^2, accumulated in double (a gradient norm)
+template <class T>
+double sum_squares(const T* x, int64_t n);
+
 // out[c] (+)= sum_r x[r, c]: the gradient of a broadcast row (a bias grad).
 template <class T>
 void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, bool accumulate);
