@@ -124,12 +124,12 @@ TEST(Tape, EachThreadHasItsOwnTape) {
 
 TEST(Tape, LeafIsReportedReadyOnceAfterItsLastContribution) {
   const Tensor x = leaf({3, -2}), w = leaf({1, 1});
-  const Tensor h = mul(x, x);                        // node 0 takes x (twice)
-  const Tensor loss = sum(add(mul(h, w), scale(x, 5)));  // nodes 1 and 3 take w and x
+  const Tensor h = mul(x, x);                            // node 0 takes x (twice)
+  const Tensor loss = sum(add(mul(h, w), scale(x, 5)));  // node 1 takes w, node 2 takes x again
   std::vector<std::pair<const TensorImpl*, std::vector<double>>> ready;
   backward(loss, Tensor(), [&](const Tensor& t) { ready.emplace_back(&t.impl(), t.grad().to_vector<double>()); });
   ASSERT_EQ(ready.size(), 2u);
-  EXPECT_EQ(ready[0].first, &w.impl());  // w's only node runs before x's last one
+  EXPECT_EQ(ready[0].first, &w.impl());  // backward runs node 1 (w's only one) before node 0 (x's last)
   EXPECT_EQ(ready[1].first, &x.impl());
   EXPECT_EQ(ready[1].second, (std::vector<double>{11, 1}));  // 2x + 5, complete when reported
 }
