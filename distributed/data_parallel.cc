@@ -8,13 +8,6 @@
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace
 
 DataParallel::DataParallel(std::vector<Tensor> params, Communicator& comm, int64_t bucket_bytes)
     : params_(std::move(params)), comm_(comm) {
@@ -32,6 +25,8 @@ DataParallel::DataParallel(std::vector<Tensor> params, Communicator& comm, int64
   const double mean_total = comm_.mean(double(total));
   check(mean_total == double(total), "DataParallel: rank ", comm_.rank(), " has ", total,
         " parameter elements, but the ranks' mean is ", mean_total, " (the ranks built different models)");
+
+  if (comm_.size() == 1) return;  // nothing to exchange
 
   // Buckets in reverse parameter order, each up to bucket_bytes (a larger parameter gets its own).
   const int64_t capacity = std::max<int64_t>(1, bucket_bytes / int64_t(dtype_size(first.dtype())));
@@ -51,15 +46,14 @@ DataParallel::DataParallel(std::vector<Tensor> params, Communicator& comm, int64
 }
 
 void DataParallel::backward(const Tensor& loss) {
-  const auto begin = std::chrono::steady_clock::now();
+  if (comm_.size() == 1) return fuselab::backward(loss);
   fuselab::backward(loss, Tensor(), [this](const Tensor& leaf) { on_grad_ready(leaf); });
   const auto tape_done = std::chrono::steady_clock::now();
   for (Bucket& bucket : buckets_) bucket.ready = bucket.params.size();  // what backward did not reach
   start_ready_buckets();
   for (Bucket& bucket : buckets_) finish(bucket);
   next_to_start_ = 0;
-  timing_.exposed_comm_s += seconds_since(tape_done);
-  timing_.backward_s += seconds_since(begin);
+  exposed_comm_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - tape_done).count();
 }
 
 void DataParallel::on_grad_ready(const Tensor& leaf) {

@@ -8,6 +8,8 @@
 // loss over the whole batch, so the optimizer step is the same on every rank and the
 // parameters stay identical.
 //
+// With one rank there is nothing to average, and backward() is plain backward().
+//
 // Communication overlaps backward: the parameters are packed into buckets in reverse order
 // (the order backward finishes their grads), and a bucket's all-reduce starts as soon as the
 // tape reports the last of its grads final, while backward goes on with earlier layers.
@@ -27,21 +29,16 @@ class DataParallel {
  public:
   DataParallel(std::vector<Tensor> params, Communicator& comm, int64_t bucket_bytes = int64_t(1) << 18);
 
-  // backward(loss) on this rank's shard; returns when every grad is averaged over the ranks. A
-  // parameter that no path from the loss reaches gets the average of the others' grads (zero
-  // from this rank).
+  // backward(loss) on this rank's shard; returns when every grad is averaged over the ranks. With
+  // several ranks, a parameter that no path from the loss reaches gets the average of the others'
+  // grads (zero from this rank).
   void backward(const Tensor& loss);
 
-  Communicator& communicator() const { return comm_; }
-  size_t num_buckets() const { return buckets_.size(); }
+  size_t num_buckets() const { return buckets_.size(); }  // 0 with one rank
 
-  // Where the time of the backward() calls so far went: waiting for reductions after the tape
-  // was done is communication that did not overlap compute.
-  struct Timing {
-    double backward_s = 0;      // whole backward() calls
-    double exposed_comm_s = 0;  // of which: waiting for all-reduces after the tape finished
-  };
-  const Timing& timing() const { return timing_; }
+  // Seconds the backward() calls so far spent waiting for all-reduces after the tape was done:
+  // the communication that did not overlap compute.
+  double exposed_comm_seconds() const { return exposed_comm_seconds_; }
 
  private:
   struct Bucket {
@@ -61,7 +58,7 @@ class DataParallel {
   std::vector<Bucket> buckets_;
   std::unordered_map<const TensorImpl*, size_t> bucket_of_;  // each parameter's bucket
   size_t next_to_start_ = 0;  // buckets start in index order, the same on every rank
-  Timing timing_;
+  double exposed_comm_seconds_ = 0;
 };
 
 }  // namespace fuselab

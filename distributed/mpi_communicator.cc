@@ -21,7 +21,7 @@ void check_mpi(int code, const char* call) {
 
 MPI_Datatype mpi_type(const Tensor& buffer, const char* what) {
   check(buffer.device().is_cpu(), "MpiCommunicator: ", what, " needs a CPU tensor, got one on ", buffer.device(),
-        " (GPU tensors go through NcclCommunicator)");
+        " (FuseLab has no GPU communicator yet)");
   if (buffer.dtype() == DType::Float32) return MPI_FLOAT;
   if (buffer.dtype() == DType::Float64) return MPI_DOUBLE;
   fail("MpiCommunicator: ", what, " needs float32 or float64, got ", buffer.dtype(), " of shape ", buffer.shape());

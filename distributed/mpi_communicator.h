@@ -1,6 +1,5 @@
 // MPI_COMM_WORLD as a Communicator: one process per rank, started by mpirun, reducing CPU
-// tensors with MPI_Iallreduce. Also bootstraps NCCL (nccl_communicator.h), which needs its
-// unique id broadcast to every rank.
+// tensors with MPI_Iallreduce.
 //
 //   mpirun -np 2 --oversubscribe --allow-run-as-root bazel-bin/examples/charlm --data-parallel
 #pragma once

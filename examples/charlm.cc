@@ -22,7 +22,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -203,14 +202,16 @@ int run(const Config& c, Communicator& comm) {
   Generator gen(c.seed);
   Sequential model = build_model(c, gen);
   AdamW optimizer(model.parameters(), {c.lr, 0.9, 0.99, 1e-8, 0.01});
-  std::optional<DataParallel> parallel;
-  if (c.data_parallel) parallel.emplace(model.parameters(), comm);
+  DataParallel parallel(model.parameters(), comm);  // one rank: plain backward
   BatchLoader loader(train.targets.size(0), c.batch, c.seed + 1);  // the same batches on every rank
   if (leader) {
     std::printf("charlm: %zu words (%lld train / %lld val examples), context %lld, %lld blocks of width %lld, fusion %s\n",
               words.size(), (long long)train.targets.size(0), (long long)val.targets.size(0), (long long)c.context,
               (long long)c.blocks, (long long)c.hidden, c.fusion ? "on" : "off");
-    if (c.data_parallel) std::printf("data parallel: %d rank(s), %lld examples each per step\n", comm.size(), (long long)(c.batch / comm.size()));
+    if (c.data_parallel) {
+      std::printf("data parallel: %d rank(s), %lld examples each per step\n", comm.size(),
+                  (long long)(c.batch / comm.size()));
+    }
     std::printf("%s\n", model.describe().c_str());
   }
 
@@ -232,11 +233,10 @@ int run(const Config& c, Communicator& comm) {
     optimizer.set_lr(cosine_with_warmup(step, c.steps / 20, c.steps, c.lr, c.lr / 10));
     optimizer.zero_grad();
     const Tensor loss = cross_entropy(model(take_rows(train.contexts, rows)), take_rows(train.targets, rows));
-    if (parallel) parallel->backward(loss);  // grads averaged over the ranks
-    else backward(loss);
+    parallel.backward(loss);  // grads averaged over the ranks
     clip_grad_norm(model.parameters(), 1.0);
     optimizer.step();
-    last_loss = comm.size() > 1 ? comm.mean(loss.item()) : loss.item();  // the whole batch's loss
+    last_loss = comm.mean(loss.item());  // the whole batch's loss
     if (loss_log.is_open()) loss_log << step + 1 << ' ' << last_loss << '\n';
     if (leader && !checkpoint_file.empty() && (step + 1) % c.checkpoint_every == 0) {
       std::filesystem::create_directories(c.checkpoint);
@@ -251,9 +251,9 @@ int run(const Config& c, Communicator& comm) {
   if (!leader) return 0;
   std::printf("\n");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  if (parallel) {
+  if (c.data_parallel) {
     std::printf("data parallel: %.1f steps/s on %d rank(s); waiting for all-reduces after backward took %.1f%% of the time\n",
-                double(stop - start) / seconds, comm.size(), 100 * parallel->timing().exposed_comm_s / seconds);
+                double(stop - start) / seconds, comm.size(), 100 * parallel.exposed_comm_seconds() / seconds);
   }
   if (stop < c.steps) {
     std::printf("stopped after step %lld of %lld (--stop-after)\n", (long long)stop, (long long)c.steps);

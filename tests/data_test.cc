@@ -10,6 +10,7 @@
 #include "data/csv.h"
 #include "data/idx.h"
 #include "tensor/factories.h"
+#include "tests/expect_error.h"
 
 namespace fuselab {
 namespace {
@@ -20,14 +21,7 @@ std::string write_file(const std::string& name, const std::string& contents) {
   return path;
 }
 
-void expect_error(const std::function<void()>& call, const std::vector<std::string>& words) {
-  try {
-    call();
-    ADD_FAILURE() << "expected fuselab::Error";
-  } catch (const Error& e) {
-    for (const auto& w : words) EXPECT_NE(std::string(e.what()).find(w), std::string::npos) << e.what();
-  }
-}
+using testing::expect_error;
 
 TEST(BatchLoader, EachEpochVisitsEveryExampleOnceInASeededOrder) {
   BatchLoader a(10, 4, 7), b(10, 4, 7), c(10, 4, 8);

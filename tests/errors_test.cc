@@ -6,19 +6,12 @@
 #include "autograd/functional.h"
 #include "kernels/cuda/device_api.h"
 #include "tensor/factories.h"
+#include "tests/expect_error.h"
 
 namespace fuselab {
 namespace {
 
-// Expects call() to throw Error whose message contains every one of `words`.
-void expect_error(const std::function<void()>& call, const std::vector<std::string>& words) {
-  try {
-    call();
-    ADD_FAILURE() << "expected fuselab::Error";
-  } catch (const Error& e) {
-    for (const std::string& word : words) EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
-  }
-}
+using testing::expect_error;
 
 TEST(Errors, ShapeMismatchesNameOpAndShapes) {
   expect_error([] { matmul(zeros({2, 3}), zeros({4, 5})); }, {"matmul", "[2, 3]", "[4, 5]"});

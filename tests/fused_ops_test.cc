@@ -105,10 +105,7 @@ TEST_P(BuiltinFusion, FusedMatchesUnfusedOnOutputsAndEveryGrad) {
             const auto extras = extras_for(c, output_shape(c, rows, hidden), s.dtype);
             testing::RunOptions options;
             options.input_requires_grad = input_grad;
-            const auto fused = testing::run_with_backward(seq, x, extras, options);
-            seq.set_fusion_enabled(false);
-            const auto unfused = testing::run_with_backward(seq, x, extras, options);
-            testing::expect_runs_match(fused, unfused, s.rtol, s.atol);
+            testing::expect_fused_matches_unfused(seq, x, extras, s.rtol, s.atol, options);
           }
         }
       }
@@ -141,9 +138,7 @@ TEST(BuiltinFusions, MlpBlockFusesBothPasses) {
             "backward: [Linear(linear0), BackwardActivationBias(bias0, gelu0), Linear(linear1), Bias(bias1), "
             "AddExtraInput(addextrainput0), RMSNorm(rmsnorm0)]");
   const Tensor x = random_tensor({33, h}, DType::Float32, 3);
-  const auto fused = testing::run_with_backward(seq, x, {x});
-  seq.set_fusion_enabled(false);
-  testing::expect_runs_match(fused, testing::run_with_backward(seq, x, {x}), 1e-5, 1e-5);
+  testing::expect_fused_matches_unfused(seq, x, {x}, 1e-5, 1e-5);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
+#include "tests/expect_error.h"
 #include "tests/sequential_testing.h"
 
 namespace fuselab {
@@ -28,15 +29,7 @@ namespace {
 using testing::random_tensor;
 using Ops = std::vector<std::shared_ptr<BasicOp>>;
 
-// Expects call() to throw Error whose message contains every one of `words`.
-void expect_error(const std::function<void()>& call, const std::vector<std::string>& words) {
-  try {
-    call();
-    ADD_FAILURE() << "expected fuselab::Error";
-  } catch (const Error& e) {
-    for (const auto& word : words) EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
-  }
-}
+using testing::expect_error;
 
 Sequential three_ops() {
   return Sequential({std::make_shared<ConstantScale>(2), std::make_shared<Identity>(), std::make_shared<ConstantScale>(3)});

@@ -16,6 +16,13 @@ void expect_runs_match(const RunResult& actual, const RunResult& expected, doubl
   EXPECT_TRUE(problem.empty()) << problem;
 }
 
+void expect_fused_matches_unfused(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras, double rtol,
+                                  double atol, const RunOptions& options) {
+  const RunResult fused = run_with_backward(seq, x, extras, options);
+  seq.set_fusion_enabled(false);
+  expect_runs_match(fused, run_with_backward(seq, x, extras, options), rtol, atol);
+}
+
 void expect_fusion_equivalent(const std::string& name, Sequential& seq, const Tensor& x,
                               const std::vector<Tensor>& extras) {
   const FusionCheckResult result = check_fusion(name, seq, x, extras);

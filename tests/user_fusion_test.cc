@@ -80,10 +80,8 @@ TEST(UserFusions, ForwardOnlyFusedOpWithUnfusedBackward) {
             "backward: [ConstantScale(constantscale0), AddExtraInput(addextrainput0)]");
   const Tensor x1 = random_tensor({4, 3}, DType::Float32, 1), x2 = random_tensor({4, 3}, DType::Float32, 2);
   ForwardAxpy::calls = 0;
-  const RunResult fused = testing::run_with_backward(seq, x1, {x2});
-  EXPECT_EQ(ForwardAxpy::calls, 1);
-  seq.set_fusion_enabled(false);
-  testing::expect_runs_match(fused, testing::run_with_backward(seq, x1, {x2}), 1e-6, 1e-6);
+  testing::expect_fused_matches_unfused(seq, x1, {x2}, 1e-6, 1e-6);
+  EXPECT_EQ(ForwardAxpy::calls, 1);  // the fused run only
 }
 
 // Forward-only, filling the contexts that the unfused Linear and SiLU backward read.
@@ -107,9 +105,7 @@ TEST(UserFusions, ForwardFusedOpFillsTheContextsTheUnfusedBackwardReads) {
   ASSERT_EQ(seq.fused_lists()->forward.ops.size(), 1u);
   EXPECT_NE(seq.describe().find("CustomForwardLinearSiLU(linear0, silu0)"), std::string::npos);
   const Tensor x = random_tensor({6, 11}, DType::Float32, 3);
-  const RunResult fused = testing::run_with_backward(seq, x, {});
-  seq.set_fusion_enabled(false);
-  testing::expect_runs_match(fused, testing::run_with_backward(seq, x, {}), 1e-6, 1e-6);
+  testing::expect_fused_matches_unfused(seq, x, {}, 1e-6, 1e-6);
 }
 
 // Backward-only over (MakeExtraOutput, Linear), reading the unfused forward's LinearSaved, and
@@ -136,9 +132,7 @@ TEST(UserFusions, BackwardFusedOpPrependedWinsOverTheBuiltin) {
   EXPECT_NE(seq.describe().find("backward: [CustomBackwardLinearAdd(makeextraoutput0, linear0)]"), std::string::npos)
       << seq.describe();
   const Tensor x = random_tensor({13, 5}, DType::Float32, 4);
-  const RunResult fused = testing::run_with_backward(seq, x, {});
-  seq.set_fusion_enabled(false);
-  testing::expect_runs_match(fused, testing::run_with_backward(seq, x, {}), 1e-6, 1e-6);
+  testing::expect_fused_matches_unfused(seq, x, {}, 1e-6, 1e-6);
 }
 
 // Joint: forward saves only (x, W) for the Linear and nothing for the SiLU; backward recomputes
@@ -172,9 +166,7 @@ TEST(UserFusions, JointFusedOpIsTheSameObjectInBothLists) {
   ASSERT_EQ(lists->backward.ops.size(), 1u);
   EXPECT_EQ(lists->forward.ops[0], lists->backward.ops[0]);
   const Tensor x = random_tensor({9, 11}, DType::Float32, 5);
-  const RunResult fused = testing::run_with_backward(seq, x, {});
-  seq.set_fusion_enabled(false);
-  testing::expect_runs_match(fused, testing::run_with_backward(seq, x, {}), 1e-6, 1e-6);
+  testing::expect_fused_matches_unfused(seq, x, {}, 1e-6, 1e-6);
 }
 
 TEST(UserFusions, RegisteredAfterFirstUseAppliesOnTheNextCallAndUnregisterRestores) {
