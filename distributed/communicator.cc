@@ -33,6 +33,7 @@ int run_or_abort(Communicator& comm, const std::function<int()>& body) {
   } catch (const std::exception& e) {
     comm.abort(e.what());
   }
+  return 1;  // not reached: abort() does not return
 }
 
 }  // namespace fuselab

@@ -1,6 +1,5 @@
 // The collectives data-parallel training needs, behind one interface: MPI between processes on
-// CPU (mpi_communicator.h) or a single rank. NCCL between GPUs would be one more implementation;
-// it is not written yet (it needs the CUDA backend).
+// CPU (mpi_communicator.h), NCCL between GPUs (nccl_communicator.h), or a single rank.
 //
 // Every rank must call the same collectives in the same order. A collective that waits longer
 // than the communicator's timeout aborts every rank with a message instead of hanging.

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -21,7 +22,7 @@ void check_mpi(int code, const char* call) {
 
 MPI_Datatype mpi_type(const Tensor& buffer, const char* what) {
   check(buffer.device().is_cpu(), "MpiCommunicator: ", what, " needs a CPU tensor, got one on ", buffer.device(),
-        " (FuseLab has no GPU communicator yet)");
+        " (NcclCommunicator reduces GPU tensors)");
   if (buffer.dtype() == DType::Float32) return MPI_FLOAT;
   if (buffer.dtype() == DType::Float64) return MPI_DOUBLE;
   fail("MpiCommunicator: ", what, " needs float32 or float64, got ", buffer.dtype(), " of shape ", buffer.shape());
@@ -90,6 +91,7 @@ MpiCommunicator::MpiCommunicator(int* argc, char*** argv, double timeout_s) : ti
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);  // errors come back as codes
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  local_rank_ = env_int("OMPI_COMM_WORLD_LOCAL_RANK", rank_);
   local_size_ = env_int("OMPI_COMM_WORLD_LOCAL_SIZE", size_);
 }
 
@@ -100,11 +102,15 @@ std::unique_ptr<PendingCollective> MpiCommunicator::start_all_reduce_sum(Tensor 
 }
 
 void MpiCommunicator::broadcast(Tensor buffer, int root) {
+  mpi_type(buffer, "broadcast");  // checks device and dtype
+  broadcast_bytes(buffer.raw_data(), buffer.nbytes(), root);
+}
+
+void MpiCommunicator::broadcast_bytes(void* data, size_t bytes, int root) {
   check(root >= 0 && root < size_, "MpiCommunicator: broadcast from rank ", root, " of ", size_);
+  check(bytes <= size_t(INT_MAX), "MpiCommunicator: broadcast of ", bytes, " bytes (MPI counts are int)");
   MPI_Request request;
-  check_mpi(MPI_Ibcast(buffer.raw_data(), int(buffer.numel()), mpi_type(buffer, "broadcast"), root, MPI_COMM_WORLD,
-                       &request),
-            "MPI_Ibcast");
+  check_mpi(MPI_Ibcast(data, int(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &request), "MPI_Ibcast");
   wait_for(request, "MPI_Ibcast", *this, timeout_s_);
 }
 

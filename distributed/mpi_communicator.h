@@ -22,15 +22,19 @@ class MpiCommunicator final : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_rank() const { return local_rank_; }  // this rank's index among those on this machine
   int local_size() const { return local_size_; }  // ranks on this machine
+  double timeout_s() const { return timeout_s_; }
   std::unique_ptr<PendingCollective> start_all_reduce_sum(Tensor buffer) override;
   void broadcast(Tensor buffer, int root) override;
+  // Copies `bytes` at rank `root`'s `data` into every other rank's (e.g. NCCL's unique id).
+  void broadcast_bytes(void* data, size_t bytes, int root);
   [[noreturn]] void abort(const std::string& why) override;
 
   static double default_timeout_s();
 
  private:
-  int rank_ = 0, size_ = 1, local_size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   double timeout_s_;
 };
 

@@ -24,6 +24,13 @@ CUDA_LINKOPTS = [
     "-lcudnn",
 ]
 
+# NCCL ships in the toolkit's lib/ (not lib64/) on these machines.
+NCCL_LINKOPTS = [
+    "-L%s/lib" % CUDA_PATH,
+    "-Wl,-rpath,%s/lib" % CUDA_PATH,
+    "-lnccl",
+] + CUDA_LINKOPTS
+
 def cuda_library(name, srcs, hdrs = [], deps = [], **kwargs):
     objects = []
     for src in srcs:
