@@ -5,10 +5,16 @@
 
 namespace fuselab {
 
-inline void check_floating_cpu(const char* op, const Tensor& t) {
+// For ops with CPU and CUDA kernels.
+inline void check_floating(const char* op, const Tensor& t) {
   check(t.defined(), op, ": undefined tensor argument");
   check(is_floating(t.dtype()), op, ": needs a float32 or float64 tensor, got ", t.dtype(), " of shape ",
         t.shape());
+}
+
+// For ops with CPU kernels only.
+inline void check_floating_cpu(const char* op, const Tensor& t) {
+  check_floating(op, t);
   check(t.device().is_cpu(), op, " on ", t.device(), " (shape ", t.shape(),
         ") is not implemented yet: only CPU tensors so far");
 }

@@ -13,12 +13,8 @@ using math::Activation;
 using math::BinaryOp;
 
 Tensor binary_op(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
-  check(a.defined() && b.defined(), name, ": undefined tensor argument");
-  const bool cuda_add = op == BinaryOp::Add && a.device().is_cuda();
-  if (!cuda_add) {
-    check_floating_cpu(name, a);
-    check_floating_cpu(name, b);
-  }
+  check_floating(name, a);
+  check_floating(name, b);
   const math::Broadcast broadcast = math::broadcast_kind(name, a, b);
   Tensor out = math::binary(op, a, b);
   return record(name, {a, b}, out, [op, a, b, broadcast](const auto& grads, const auto& needs) {
@@ -50,7 +46,7 @@ Tensor binary_op(const char* name, BinaryOp op, const Tensor& a, const Tensor& b
 }
 
 Tensor activation_op(const char* name, Activation act, const Tensor& x) {
-  check_floating_cpu(name, x);
+  check_floating(name, x);
   return record(name, {x}, math::activation(act, x), [act, x](const auto& grads, const auto&) {
     return std::vector<Tensor>{math::activation_backward(act, x, grads[0])};
   });
@@ -64,7 +60,7 @@ Tensor mul(const Tensor& a, const Tensor& b) { return binary_op("mul", BinaryOp:
 Tensor div(const Tensor& a, const Tensor& b) { return binary_op("div", BinaryOp::Div, a, b); }
 
 Tensor scale(const Tensor& x, double alpha) {
-  check_floating_cpu("scale", x);
+  check_floating("scale", x);
   return record("scale", {x}, math::scaled(x, alpha), [alpha](const auto& grads, const auto&) {
     return std::vector<Tensor>{math::scaled(grads[0], alpha)};
   });

@@ -10,8 +10,8 @@
 namespace fuselab {
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  check_floating_cpu("matmul", a);
-  check_floating_cpu("matmul", b);
+  check_floating("matmul", a);
+  check_floating("matmul", b);
   check_same_dtype_device("matmul", a, b);
   const bool shapes_ok = (a.dim() == 2 && b.dim() == 2) ||
                          (a.dim() == 3 && b.dim() == 3 && a.size(0) == b.size(0));

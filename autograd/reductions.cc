@@ -7,20 +7,18 @@
 #include "kernels/cpu/elementwise.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
+#include "tensor/tensor_math.h"
 
 namespace fuselab {
 namespace {
 
 Tensor reduce_all(const char* name, const Tensor& x, double factor) {
-  check_floating_cpu(name, x);
-  Tensor out = empty({}, x.dtype());
-  dispatch_floating(x.dtype(), name, [&](auto zero) {
-    using T = decltype(zero);
-    out.data<T>()[0] = T(kernels::cpu::sum_all<T>(x.data<T>(), x.numel()) * factor);
-  });
+  check_floating(name, x);
+  Tensor out = math::sum_to(x.view({-1, 1}), math::Broadcast::Scalar, {});
+  if (factor != 1.0) out = math::scaled(out, factor);
   const Shape shape = x.shape();
   return record(name, {x}, out, [shape, factor](const auto& grads, const auto&) {
-    return std::vector<Tensor>{full(shape, grads[0].item() * factor, grads[0].dtype())};
+    return std::vector<Tensor>{full(shape, grads[0].item() * factor, grads[0].dtype(), grads[0].device())};
   });
 }
 

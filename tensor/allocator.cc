@@ -1,6 +1,7 @@
 #include "tensor/allocator.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <new>
@@ -71,7 +72,18 @@ void* CachingAllocator::allocate(size_t bytes) {
   }
   stats_.bytes_in_use += size;
   if (stats_.bytes_in_use > stats_.peak_bytes_in_use) stats_.peak_bytes_in_use = stats_.bytes_in_use;
+  if (poison_) fill_poison(ptr, size);
   return ptr;
+}
+
+void CachingAllocator::fill_poison(void* ptr, size_t bytes) {
+  if (device_.is_cuda()) return kernels::cuda::fill_bytes(ptr, 0xFF, bytes, device_.index);
+  std::memset(ptr, 0xFF, bytes);
+}
+
+void CachingAllocator::set_poison(bool poison) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  poison_ = poison;
 }
 
 void CachingAllocator::deallocate(void* ptr, size_t bytes) {

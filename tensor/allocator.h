@@ -37,17 +37,23 @@ class CachingAllocator {
   void reset_peak();
   void empty_cache();  // gives every cached block back to the system
 
+  // Test switch: every block handed out is first filled with 0xFF bytes, which read as NaN in
+  // float32 and float64, so an output element a kernel forgets to write shows up.
+  void set_poison(bool poison);
+
   // Sizes are rounded up to one of four classes per power of two (at most 25% slack).
   static size_t size_class(size_t bytes);
 
  private:
   void* system_allocate(size_t bytes);
   void system_free(void* ptr);
+  void fill_poison(void* ptr, size_t bytes);
 
   Device device_;
   mutable std::mutex mutex_;
   std::unordered_map<size_t, std::vector<void*>> free_blocks_;
   AllocatorStats stats_;
+  bool poison_ = false;
 };
 
 }  // namespace fuselab

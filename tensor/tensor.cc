@@ -29,6 +29,15 @@ void* Tensor::raw_data() const {
   return static_cast<char*>(impl().storage->data()) + impl().offset * dtype_size(dtype());
 }
 
+void Tensor::check_typed_access(DType wanted, Device::Kind kind) const {
+  const bool cpu = kind == Device::Kind::CPU;
+  check(wanted == dtype(), cpu ? "data<" : "cuda_data<", dtype_name(wanted), ">() on a ", dtype(), " tensor of shape ",
+        shape());
+  check(device().kind == kind, cpu ? "data" : "cuda_data", "() on a tensor of shape ", shape(), " on ", device(),
+        cpu ? ": this op has no CUDA kernel yet (move the tensor with .to(Device::cpu()))"
+            : ": a CUDA kernel was handed a CPU tensor");
+}
+
 Tensor Tensor::view(Shape new_shape) const {
   int64_t known = 1, inferred = -1;
   for (size_t i = 0; i < new_shape.size(); ++i) {

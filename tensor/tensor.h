@@ -60,11 +60,17 @@ class Tensor {
   Device device() const { return impl().storage->device(); }
   size_t nbytes() const { return size_t(numel()) * dtype_size(dtype()); }
 
-  void* raw_data() const;
+  void* raw_data() const;  // on the tensor's device
+  // Typed pointers: data() to host memory (CPU tensors only, so a CPU kernel handed a GPU tensor
+  // throws instead of reading device memory), cuda_data() to device memory (CUDA tensors only).
   template <class T>
   T* data() const {
-    check(dtype() == dtype_of<T>(), "data<", dtype_name(dtype_of<T>()), ">() on a ", dtype(),
-          " tensor of shape ", shape());
+    check_typed_access(dtype_of<T>(), Device::Kind::CPU);
+    return static_cast<T*>(raw_data());
+  }
+  template <class T>
+  T* cuda_data() const {
+    check_typed_access(dtype_of<T>(), Device::Kind::CUDA);
     return static_cast<T*>(raw_data());
   }
 
@@ -100,6 +106,7 @@ class Tensor {
   std::string str() const;  // shape, dtype, device and the first few values
 
  private:
+  void check_typed_access(DType dtype, Device::Kind kind) const;
   std::shared_ptr<TensorImpl> impl_;
 };
 

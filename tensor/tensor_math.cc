@@ -1,13 +1,35 @@
 #include "tensor/tensor_math.h"
 
 #include "kernels/cpu/gemm.h"
-#include "kernels/cuda/device_api.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemm.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 
 namespace fuselab::math {
 
 namespace cpu = kernels::cpu;
+namespace gpu = kernels::cuda;
+
+namespace {
+
+// Calls `cpu_kernel` or `cuda_kernel` for x's device with T = x's C++ type; a CUDA failure
+// becomes a fuselab::Error naming the op, the shape and the device.
+template <class CpuKernel, class CudaKernel>
+void on_device(const char* op, const Tensor& x, CpuKernel&& cpu_kernel, CudaKernel&& cuda_kernel) {
+  dispatch_floating(x.dtype(), op, [&](auto zero) {
+    if (x.device().is_cpu()) return cpu_kernel(zero);
+    try {
+      cuda_kernel(zero);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      fail(op, " on a ", x.dtype(), " tensor of shape ", x.shape(), " on ", x.device(), ": ", e.what());
+    }
+  });
+}
+
+}  // namespace
 
 int64_t rows_of(const Tensor& x) {
   const int64_t cols = x.dim() ? x.size(-1) : 1;
@@ -28,76 +50,107 @@ Broadcast broadcast_kind(const char* op, const Tensor& a, const Tensor& b) {
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const Broadcast broadcast = broadcast_kind("binary", a, b);
   Tensor out = empty_like(a);
-  if (a.device().is_cuda()) {
-    check(op == BinaryOp::Add && broadcast == Broadcast::None && a.dtype() == DType::Float32,
-          "binary op on ", a.device(), ": only same-shape float32 add runs on CUDA so far");
-    kernels::cuda::add_f32(a.data<float>(), b.data<float>(), out.data<float>(), a.numel(), a.device().index);
-    return out;
-  }
-  dispatch_floating(a.dtype(), "binary", [&](auto zero) {
-    using T = decltype(zero);
-    cpu::binary<T>(op, a.data<T>(), b.data<T>(), out.data<T>(), rows_of(a), a.dim() ? a.size(-1) : 1,
-                   broadcast);
-  });
+  const int64_t rows = rows_of(a), cols = a.dim() ? a.size(-1) : 1;
+  on_device(
+      "binary", a,
+      [&](auto zero) {
+        using T = decltype(zero);
+        cpu::binary<T>(op, a.data<T>(), b.data<T>(), out.data<T>(), rows, cols, broadcast);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        gpu::binary<T>(op, a.cuda_data<T>(), b.cuda_data<T>(), out.cuda_data<T>(), rows, cols, broadcast,
+                       a.device().index);
+      });
   return out;
 }
 
 Tensor scaled(const Tensor& x, double alpha) {
   Tensor out = empty_like(x);
-  dispatch_floating(x.dtype(), "scale", [&](auto zero) {
-    using T = decltype(zero);
-    cpu::scale<T>(x.data<T>(), T(alpha), out.data<T>(), x.numel());
-  });
+  on_device(
+      "scale", x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        cpu::scale<T>(x.data<T>(), T(alpha), out.data<T>(), x.numel());
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        gpu::scale<T>(x.cuda_data<T>(), T(alpha), out.cuda_data<T>(), x.numel(), x.device().index);
+      });
   return out;
 }
 
 void add_(Tensor& y, const Tensor& x, double alpha) {
-  check(x.shape() == y.shape() && x.dtype() == y.dtype(), "add_: ", x.shape(), " ", x.dtype(), " into ",
-        y.shape(), " ", y.dtype());
-  if (y.device().is_cuda()) {
-    check(alpha == 1 && y.dtype() == DType::Float32, "add_ on ", y.device(), ": only float32 y += x so far");
-    kernels::cuda::add_f32(y.data<float>(), x.data<float>(), y.data<float>(), y.numel(), y.device().index);
-    return;
-  }
-  dispatch_floating(y.dtype(), "add_", [&](auto zero) {
-    using T = decltype(zero);
-    cpu::axpy<T>(T(alpha), x.data<T>(), y.data<T>(), y.numel());
-  });
+  check(x.shape() == y.shape() && x.dtype() == y.dtype() && x.device() == y.device(), "add_: ", x.shape(), " ",
+        x.dtype(), " on ", x.device(), " into ", y.shape(), " ", y.dtype(), " on ", y.device());
+  on_device(
+      "add_", y,
+      [&](auto zero) {
+        using T = decltype(zero);
+        cpu::axpy<T>(T(alpha), x.data<T>(), y.data<T>(), y.numel());
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        gpu::axpy<T>(T(alpha), x.cuda_data<T>(), y.cuda_data<T>(), y.numel(), y.device().index);
+      });
 }
 
 Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape) {
   if (broadcast == Broadcast::None) return grad;
-  Tensor out = empty(shape, grad.dtype());
-  dispatch_floating(grad.dtype(), "sum_to", [&](auto zero) {
-    using T = decltype(zero);
-    if (broadcast == Broadcast::Scalar) {
-      out.data<T>()[0] = cpu::sum_all<T>(grad.data<T>(), grad.numel());
-    } else {
-      cpu::sum_rows<T>(grad.data<T>(), rows_of(grad), grad.size(-1), out.data<T>(), false);
-    }
-  });
+  Tensor out = empty(shape, grad.dtype(), grad.device());
+  // A scalar's grad is the sum of one column holding every element.
+  const int64_t rows = broadcast == Broadcast::Scalar ? grad.numel() : rows_of(grad);
+  const int64_t cols = broadcast == Broadcast::Scalar ? 1 : grad.size(-1);
+  on_device(
+      "sum_to", grad,
+      [&](auto zero) {
+        using T = decltype(zero);
+        if (broadcast == Broadcast::Scalar) out.data<T>()[0] = cpu::sum_all<T>(grad.data<T>(), grad.numel());
+        else cpu::sum_rows<T>(grad.data<T>(), rows, cols, out.data<T>(), false);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        Tensor scratch = empty({gpu::sum_rows_scratch(rows, cols)}, grad.dtype(), grad.device());
+        gpu::sum_rows<T>(grad.cuda_data<T>(), rows, cols, out.cuda_data<T>(), scratch.cuda_data<T>(),
+                         grad.device().index);
+      });
   return out;
 }
 
 Tensor activation(Activation act, const Tensor& x) {
   Tensor y = empty_like(x);
-  dispatch_floating(x.dtype(), cpu::activation_name(act), [&](auto zero) {
-    using T = decltype(zero);
-    cpu::activation_forward<T>(act, x.data<T>(), y.data<T>(), x.numel());
-  });
+  on_device(
+      kernels::activation_name(act), x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        cpu::activation_forward<T>(act, x.data<T>(), y.data<T>(), x.numel());
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        gpu::activation_forward<T>(act, x.cuda_data<T>(), y.cuda_data<T>(), x.numel(), x.device().index);
+      });
   return y;
 }
 
 Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy) {
   Tensor dx = empty_like(x);
-  dispatch_floating(x.dtype(), cpu::activation_name(act), [&](auto zero) {
-    using T = decltype(zero);
-    cpu::activation_backward<T>(act, x.data<T>(), dy.data<T>(), dx.data<T>(), x.numel());
-  });
+  on_device(
+      kernels::activation_name(act), x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        cpu::activation_backward<T>(act, x.data<T>(), dy.data<T>(), dx.data<T>(), x.numel());
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        gpu::activation_backward<T>(act, x.cuda_data<T>(), dy.cuda_data<T>(), dx.cuda_data<T>(), x.numel(),
+                                    x.device().index);
+      });
   return dx;
 }
 
 Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend) {
+  check(a.dtype() == b.dtype() && a.device() == b.device(), "matmul: operands ", a.shape(), " ", a.dtype(), " on ",
+        a.device(), " and ", b.shape(), " ", b.dtype(), " on ", b.device(), " must have the same dtype and device");
   const int64_t batch = a.dim() == 3 ? a.size(0) : 1;
   const int64_t ar = a.size(-2), ac = a.size(-1), br = b.size(-2), bc = b.size(-1);
   const int64_t m = transpose_a ? ac : ar, k = transpose_a ? ar : ac, n = transpose_b ? br : bc;
@@ -105,13 +158,24 @@ Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
   check(!addend.defined() || addend.shape() == shape, "matmul: addend of shape ",
         addend.defined() ? addend.shape() : Shape{}, " for a product of shape ", shape);
   Tensor out = addend.defined() ? addend.clone() : empty(shape, a.dtype(), a.device());
-  dispatch_floating(a.dtype(), "matmul", [&](auto zero) {
-    using T = decltype(zero);
-    for (int64_t i = 0; i < batch; ++i) {
-      cpu::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), a.data<T>() + i * ar * ac, ac, b.data<T>() + i * br * bc,
-                   bc, T(addend.defined() ? 1 : 0), out.data<T>() + i * m * n, n);
-    }
-  });
+  const int device = a.device().index;
+  on_device(
+      "matmul", a,
+      [&](auto zero) {
+        using T = decltype(zero);
+        for (int64_t i = 0; i < batch; ++i) {
+          cpu::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), a.data<T>() + i * ar * ac, ac,
+                       b.data<T>() + i * br * bc, bc, T(addend.defined() ? 1 : 0), out.data<T>() + i * m * n, n);
+        }
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        for (int64_t i = 0; i < batch; ++i) {
+          gpu::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), a.cuda_data<T>() + i * ar * ac, ac,
+                       b.cuda_data<T>() + i * br * bc, bc, T(addend.defined() ? 1 : 0),
+                       out.cuda_data<T>() + i * m * n, n, device);
+        }
+      });
   return out;
 }
 

@@ -2,15 +2,15 @@
 // each allocates its result and calls one kernel. Nothing here records on the tape.
 #pragma once
 
-#include "kernels/cpu/activation_math.h"
+#include "kernels/activation_math.h"
 #include "kernels/cpu/elementwise.h"
 #include "tensor/tensor.h"
 
 namespace fuselab::math {
 
-using kernels::cpu::Activation;
-using kernels::cpu::BinaryOp;
-using kernels::cpu::Broadcast;
+using kernels::Activation;
+using kernels::BinaryOp;
+using kernels::Broadcast;
 
 // How b lines up with a: same shape, a vector over a's last dim, or one element; else throws.
 Broadcast broadcast_kind(const char* op, const Tensor& a, const Tensor& b);

@@ -3,9 +3,9 @@
 
 #include <cmath>
 
-#include "kernels/cpu/activation_math.h"
+#include "kernels/activation_math.h"
 
-namespace fuselab::kernels::cpu {
+namespace fuselab::kernels {
 namespace {
 
 TEST(ActivationMath, ExpApproxIsWithinFewUlp) {
@@ -35,4 +35,4 @@ TEST(ActivationMath, FloatActivationsMatchDouble) {
 }
 
 }  // namespace
-}  // namespace fuselab::kernels::cpu
+}  // namespace fuselab::kernels

@@ -3,14 +3,10 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/activation_math.h"
+#include "kernels/activation_math.h"
+#include "kernels/elementwise_kinds.h"
 
 namespace fuselab::kernels::cpu {
-
-enum class BinaryOp { Add, Sub, Mul, Div };
-
-// How b lines up with a, which is [rows, cols]: the same shape, one row of [cols], or a scalar.
-enum class Broadcast { None, Row, Scalar };
 
 // out = a (op) b, elementwise.
 template <class T>

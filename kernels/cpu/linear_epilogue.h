@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu/activation_math.h"
+#include "kernels/activation_math.h"
 
 namespace fuselab::kernels::cpu {
 

@@ -1,6 +1,6 @@
 #include "kernels/cpu/swiglu.h"
 
-#include "kernels/cpu/activation_math.h"
+#include "kernels/activation_math.h"
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels::cpu {

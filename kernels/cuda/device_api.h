@@ -1,8 +1,8 @@
-// CUDA device memory, copies and kernels behind plain functions.
+// CUDA device memory and copies behind plain functions.
 //
-// A build without the CUDA toolkit links device_api_stub.cc instead of device_api.cu: the
-// same functions, reporting zero devices. Failures throw std::runtime_error naming the CUDA
-// call and its error string; the tensor layer adds the op that asked.
+// A build without the CUDA toolkit links stubs.cc instead of the .cu files: the same
+// functions, reporting zero devices. Failures throw std::runtime_error naming the CUDA call and
+// its error string; the tensor layer adds the op that asked.
 #pragma once
 
 #include <cstddef>
@@ -18,9 +18,6 @@ void device_free(void* ptr, int device);
 void copy_host_to_device(void* dst, const void* src, size_t bytes, int device);
 void copy_device_to_host(void* dst, const void* src, size_t bytes, int device);
 void copy_device_to_device(void* dst, const void* src, size_t bytes, int device);
-void memset_zero(void* ptr, size_t bytes, int device);
-
-// out[i] = a[i] + b[i] for i < n, float32, on `device`'s current stream; synchronous.
-void add_f32(const float* a, const float* b, float* out, int64_t n, int device);
+void fill_bytes(void* ptr, unsigned char value, size_t bytes, int device);  // cudaMemset
 
 }  // namespace fuselab::kernels::cuda

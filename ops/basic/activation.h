@@ -1,13 +1,13 @@
 // Pointwise activations as basic ops: ReLU, GELU (tanh form) and SiLU.
-// y = act(x),  dx = dy * act'(x); the formulas are in kernels/cpu/activation_math.h.
+// y = act(x),  dx = dy * act'(x); the formulas are in kernels/activation_math.h.
 #pragma once
 
-#include "kernels/cpu/activation_math.h"
+#include "kernels/activation_math.h"
 #include "ops/basic_op.h"
 
 namespace fuselab {
 
-using kernels::cpu::Activation;
+using kernels::Activation;
 
 struct ActivationSaved {
   Tensor input;  // x, the pre-activation
@@ -15,7 +15,7 @@ struct ActivationSaved {
 
 class ActivationOp : public BasicOp {
  public:
-  explicit ActivationOp(Activation act) : BasicOp(kernels::cpu::activation_name(act)), act_(act) {}
+  explicit ActivationOp(Activation act) : BasicOp(kernels::activation_name(act)), act_(act) {}
   Activation activation() const { return act_; }
 
   OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override;

@@ -6,21 +6,23 @@
 //   silu(x) = x * s,  s = 1 / (1 + e^-x)     silu'(x) = s * (1 + x * (1 - s))
 //
 // Each activation is a type, so a kernel is instantiated per activation and its inner loop
-// has no branch on which one it is.
+// has no branch on which one it is. The same functions run in the CPU and the CUDA kernels
+// (FUSELAB_HOST_DEVICE), so both backends compute the same float approximations.
 #pragma once
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
-namespace fuselab::kernels::cpu {
+#include "kernels/host_device.h"
+
+namespace fuselab::kernels {
 
 // e^x for float without a library call, so loops over it vectorize (glibc's expf does not):
 // x = n ln2 + r with |r| <= ln2/2, e^r from Cephes' degree-6 polynomial (about 1 ulp), and 2^n
 // written straight into the exponent bits. Double keeps std::exp: it is the precise reference.
-inline float exp_approx(float x) {
-  x = std::min(std::max(x, -87.0f), 88.0f);
+FUSELAB_HOST_DEVICE inline float exp_approx(float x) {
+  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
   // Round to nearest by adding and subtracting 1.5 * 2^23 (nearbyint does not vectorize on SSE2).
   const float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;  // ln2 split in a high and a low part
@@ -33,32 +35,32 @@ inline float exp_approx(float x) {
   p = p * r * r + r + 1.0f;
   const int32_t bits = (int32_t(n) + 127) << 23;
   float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
+  memcpy(&scale, &bits, sizeof(scale));
   return p * scale;
 }
-inline double exp_approx(double x) { return std::exp(x); }
+FUSELAB_HOST_DEVICE inline double exp_approx(double x) { return exp(x); }
 
 // tanh(u) = 1 - 2 / (e^(2u) + 1); beyond |u| = 10 it rounds to +-1 in float.
-inline float tanh_approx(float u) {
-  u = std::min(std::max(u, -10.0f), 10.0f);
+FUSELAB_HOST_DEVICE inline float tanh_approx(float u) {
+  u = u < -10.0f ? -10.0f : (u > 10.0f ? 10.0f : u);
   return 1.0f - 2.0f / (exp_approx(2.0f * u) + 1.0f);
 }
-inline double tanh_approx(double u) { return std::tanh(u); }
+FUSELAB_HOST_DEVICE inline double tanh_approx(double u) { return tanh(u); }
 
 enum class Activation { ReLU, GELU, SiLU };
 
 struct ReLUMath {
-  template <class T> static T forward(T x) { return x > T(0) ? x : T(0); }
-  template <class T> static T grad(T x) { return x > T(0) ? T(1) : T(0); }
+  template <class T> FUSELAB_HOST_DEVICE static T forward(T x) { return x > T(0) ? x : T(0); }
+  template <class T> FUSELAB_HOST_DEVICE static T grad(T x) { return x > T(0) ? T(1) : T(0); }
 };
 
 struct GELUMath {
-  template <class T> static T tanh_u(T x) {
+  template <class T> FUSELAB_HOST_DEVICE static T tanh_u(T x) {
     constexpr T kSqrt2OverPi = T(0.7978845608028654);
     return tanh_approx(kSqrt2OverPi * (x + T(0.044715) * x * x * x));
   }
-  template <class T> static T forward(T x) { return T(0.5) * x * (T(1) + tanh_u(x)); }
-  template <class T> static T grad(T x) {
+  template <class T> FUSELAB_HOST_DEVICE static T forward(T x) { return T(0.5) * x * (T(1) + tanh_u(x)); }
+  template <class T> FUSELAB_HOST_DEVICE static T grad(T x) {
     constexpr T kSqrt2OverPi = T(0.7978845608028654);
     const T t = tanh_u(x);
     return T(0.5) * (T(1) + t) +
@@ -67,9 +69,9 @@ struct GELUMath {
 };
 
 struct SiLUMath {
-  template <class T> static T sigmoid(T x) { return T(1) / (T(1) + exp_approx(-x)); }
-  template <class T> static T forward(T x) { return x * sigmoid(x); }
-  template <class T> static T grad(T x) {
+  template <class T> FUSELAB_HOST_DEVICE static T sigmoid(T x) { return T(1) / (T(1) + exp_approx(-x)); }
+  template <class T> FUSELAB_HOST_DEVICE static T forward(T x) { return x * sigmoid(x); }
+  template <class T> FUSELAB_HOST_DEVICE static T grad(T x) {
     const T s = sigmoid(x);
     return s * (T(1) + x * (T(1) - s));
   }
@@ -89,4 +91,4 @@ inline const char* activation_name(Activation act) {
   return act == Activation::ReLU ? "ReLU" : act == Activation::GELU ? "GELU" : "SiLU";
 }
 
-}  // namespace fuselab::kernels::cpu
+}  // namespace fuselab::kernels

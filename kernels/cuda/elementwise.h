@@ -1,0 +1,40 @@
+// Elementwise CUDA kernels and the column sums their grads need. Pointers are device pointers
+// on `device`; T is float or double. Each call launches asynchronously on the device's default
+// stream (see cuda_check.h) and throws std::runtime_error naming the kernel if the launch fails.
+// The formulas are the CPU kernels' (kernels/cpu/elementwise.h, kernels/activation_math.h).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/activation_math.h"
+#include "kernels/elementwise_kinds.h"
+
+namespace fuselab::kernels::cuda {
+
+// out = a (op) b for a of [rows, cols], b broadcast as `broadcast` says.
+template <class T>
+void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t cols, Broadcast broadcast, int device);
+
+// out = alpha * x
+template <class T>
+void scale(const T* x, T alpha, T* out, int64_t n, int device);
+
+// y += alpha * x
+template <class T>
+void axpy(T alpha, const T* x, T* y, int64_t n, int device);
+
+// y = act(x)
+template <class T>
+void activation_forward(Activation act, const T* x, T* y, int64_t n, int device);
+
+// dx = dy * act'(x)
+template <class T>
+void activation_backward(Activation act, const T* x, const T* dy, T* dx, int64_t n, int device);
+
+// out[c] = sum_r x[r, c], in a fixed order (deterministic). `scratch` holds
+// sum_rows_scratch(rows, cols) elements of T.
+int64_t sum_rows_scratch(int64_t rows, int64_t cols);
+template <class T>
+void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, T* scratch, int device);
+
+}  // namespace fuselab::kernels::cuda

@@ -1,0 +1,114 @@
+// cuBLASLt is column-major; a row-major matrix is its transpose in column-major. So
+//
+//   C = op(A) op(B)  (row-major)   <=>   C^T = op(B)^T op(A)^T  (column-major)
+//
+// and one column-major call with B in the first slot and A in the second computes C, with no
+// copies: B as stored is column-major [cols of B, rows of B] with leading dimension ldb.
+#include "kernels/cuda/gemm.h"
+
+#include <cublasLt.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/elementwise.h"
+
+namespace fuselab::kernels::cuda {
+namespace {
+
+void check_cublas(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string(call) + " failed: " + cublasGetStatusString(status));
+  }
+}
+
+std::atomic<bool> tf32{std::getenv("FUSELAB_ALLOW_TF32") != nullptr && std::string(std::getenv("FUSELAB_ALLOW_TF32")) == "1"};
+
+// One cuBLASLt handle and workspace per device, made on first use and kept for the process.
+struct DeviceGemmState {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+};
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+
+DeviceGemmState& state_of(int device) {
+  static std::mutex mutex;
+  static auto* states = new std::vector<DeviceGemmState>();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (states->size() <= size_t(device)) states->resize(size_t(device) + 1);
+  DeviceGemmState& state = (*states)[size_t(device)];
+  if (state.handle == nullptr) {
+    check_cublas(cublasLtCreate(&state.handle), "cublasLtCreate");
+    check_cuda(cudaMalloc(&state.workspace, kWorkspaceBytes), "cudaMalloc(cuBLASLt workspace)");
+  }
+  return state;
+}
+
+template <class T> struct Types;
+template <> struct Types<float> {
+  static constexpr cudaDataType_t data = CUDA_R_32F;
+  static cublasComputeType_t compute() { return tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; }
+};
+template <> struct Types<double> {
+  static constexpr cudaDataType_t data = CUDA_R_64F;
+  static cublasComputeType_t compute() { return CUBLAS_COMPUTE_64F; }
+};
+
+// Owns the descriptors of one call.
+struct MatmulDescriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
+  ~MatmulDescriptors() {
+    if (out) cublasLtMatrixLayoutDestroy(out);
+    if (second) cublasLtMatrixLayoutDestroy(second);
+    if (first) cublasLtMatrixLayoutDestroy(first);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+}  // namespace
+
+void set_allow_tf32(bool allow) { tf32 = allow; }
+bool allow_tf32() { return tf32; }
+
+template <class T>
+void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int device) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: C = beta * C
+    if (ldc != n) throw std::runtime_error("gemm with k = 0 needs ldc == n");
+    return scale(c, beta, c, m * n, device);
+  }
+  use_device(device);
+  DeviceGemmState& state = state_of(device);
+  const cudaDataType_t type = Types<T>::data;
+  MatmulDescriptors d;
+  check_cublas(cublasLtMatmulDescCreate(&d.op, Types<T>::compute(), type), "cublasLtMatmulDescCreate");
+  // Column-major: first = B (n x k after its op), second = A (k x m after its op).
+  const cublasOperation_t op_first = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  check_cublas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)),
+               "cublasLtMatmulDescSetAttribute(TRANSA)");
+  check_cublas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)),
+               "cublasLtMatmulDescSetAttribute(TRANSB)");
+  // Stored shapes, column-major: B is [n, k] (or [k, n] transposed), A is [k, m] (or [m, k]).
+  check_cublas(cublasLtMatrixLayoutCreate(&d.first, type, transpose_b ? k : n, transpose_b ? n : k, ldb),
+               "cublasLtMatrixLayoutCreate(B)");
+  check_cublas(cublasLtMatrixLayoutCreate(&d.second, type, transpose_a ? m : k, transpose_a ? k : m, lda),
+               "cublasLtMatrixLayoutCreate(A)");
+  check_cublas(cublasLtMatrixLayoutCreate(&d.out, type, n, m, ldc), "cublasLtMatrixLayoutCreate(C)");
+  check_cublas(cublasLtMatmul(state.handle, d.op, &alpha, b, d.first, a, d.second, &beta, c, d.out, c, d.out,
+                              /*algo=*/nullptr, state.workspace, kWorkspaceBytes, /*stream=*/0),
+               "cublasLtMatmul");
+}
+
+template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
+                          float, float*, int64_t, int);
+template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
+                           int64_t, double, double*, int64_t, int);
+
+}  // namespace fuselab::kernels::cuda

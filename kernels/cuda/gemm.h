@@ -1,0 +1,22 @@
+// Row-major GEMM on CUDA through cuBLASLt, the same contract as kernels/cpu/gemm.h:
+//
+//   C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C,   op(X) = X or X^T (a flag, no copy)
+//
+// lda, ldb and ldc are the row strides of A, B and C as stored. T is float or double; float
+// runs in full float32 unless TF32 is switched on (set_allow_tf32), as PyTorch does.
+#pragma once
+
+#include <cstdint>
+
+namespace fuselab::kernels::cuda {
+
+template <class T>
+void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
+          const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int device);
+
+// TF32 tensor cores for float32 GEMMs (about 1e-3 relative error); off by default, and on
+// with FUSELAB_ALLOW_TF32=1.
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+
+}  // namespace fuselab::kernels::cuda

@@ -1,0 +1,59 @@
+// The kernels/cuda API for builds without the CUDA toolkit (--config=cpu): no devices, and
+// every call that would need one throws. No CUDA tensor can exist in such a build, so the
+// kernels below are never reached through the tensor layer.
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/device_api.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemm.h"
+
+namespace fuselab::kernels::cuda {
+namespace {
+[[noreturn]] void unavailable(const char* call) {
+  throw std::runtime_error(std::string(call) + ": FuseLab was built without CUDA (--config=cpu)");
+}
+}  // namespace
+
+bool compiled_with_cuda() { return false; }
+int device_count() { return 0; }
+void* device_malloc(size_t, int) { unavailable("cudaMalloc"); }
+void device_free(void*, int) { unavailable("cudaFree"); }
+void copy_host_to_device(void*, const void*, size_t, int) { unavailable("cudaMemcpy"); }
+void copy_device_to_host(void*, const void*, size_t, int) { unavailable("cudaMemcpy"); }
+void copy_device_to_device(void*, const void*, size_t, int) { unavailable("cudaMemcpy"); }
+void fill_bytes(void*, unsigned char, size_t, int) { unavailable("cudaMemset"); }
+
+template <class T>
+void binary(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast, int) { unavailable("binary_kernel"); }
+template <class T>
+void scale(const T*, T, T*, int64_t, int) { unavailable("scale_kernel"); }
+template <class T>
+void axpy(T, const T*, T*, int64_t, int) { unavailable("axpy_kernel"); }
+template <class T>
+void activation_forward(Activation, const T*, T*, int64_t, int) { unavailable("activation_forward_kernel"); }
+template <class T>
+void activation_backward(Activation, const T*, const T*, T*, int64_t, int) { unavailable("activation_backward_kernel"); }
+int64_t sum_rows_scratch(int64_t, int64_t) { return 0; }
+template <class T>
+void sum_rows(const T*, int64_t, int64_t, T*, T*, int) { unavailable("column_sums_kernel"); }
+template <class T>
+void gemm(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*, int64_t, int) {
+  unavailable("cublasLtMatmul");
+}
+void set_allow_tf32(bool) {}
+bool allow_tf32() { return false; }
+
+#define INSTANTIATE(T)                                                                                      \
+  template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast, int);             \
+  template void scale<T>(const T*, T, T*, int64_t, int);                                                    \
+  template void axpy<T>(T, const T*, T*, int64_t, int);                                                     \
+  template void activation_forward<T>(Activation, const T*, T*, int64_t, int);                              \
+  template void activation_backward<T>(Activation, const T*, const T*, T*, int64_t, int);                   \
+  template void sum_rows<T>(const T*, int64_t, int64_t, T*, T*, int);                                       \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*, \
+                        int64_t, int);
+INSTANTIATE(float)
+INSTANTIATE(double)
+
+}  // namespace fuselab::kernels::cuda
