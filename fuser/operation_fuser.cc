@@ -170,6 +170,7 @@ struct OperationFuser::CallState {
   std::vector<std::vector<Shape>> extra_output_shapes;
   Shape output_shape;
   DType dtype;
+  Device device;
 };
 
 namespace {
@@ -311,7 +312,8 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   auto state = std::make_shared<CallState>();
   state->program = program_;
   state->dtype = compute_dtype(ops, input);
-  state->lists = lists({input.device(), state->dtype, training, record}, fuse);
+  state->device = input.device();
+  state->lists = lists({state->device, state->dtype, training, record}, fuse);
   state->ctxs.resize(ops.size());
   state->extra_output_shapes.resize(ops.size());
   set_grad_requirements(state->ctxs, ops, plan, input, extra_inputs, record, training);
@@ -360,7 +362,7 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
     }
   }
 
-  Tensor dy = grads[0].defined() ? grads[0] : zeros(state.output_shape, state.dtype);
+  Tensor dy = grads[0].defined() ? grads[0] : zeros(state.output_shape, state.dtype, state.device);
   const IndexedOpList& backward = state.lists->backward;
   bool reached_input = true;
   for (size_t k = backward.ops.size(); k-- > 0;) {
@@ -380,7 +382,7 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
       const size_t i = cover[c];
       for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
         const Tensor& g = extra_output_grads[i][s];
-        grad_extra_outputs[c].push_back(g.defined() ? g : zeros(state.extra_output_shapes[i][s], state.dtype));
+        grad_extra_outputs[c].push_back(g.defined() ? g : zeros(state.extra_output_shapes[i][s], state.dtype, state.device));
       }
     }
 

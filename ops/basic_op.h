@@ -50,8 +50,13 @@ class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
   const std::string& extra_output_channel(int slot) const;
   bool extra_output_to_caller(int slot) const;
 
-  // Throws unless x is a floating CPU tensor of the parameters' dtype and device with last dim
-  // `features` (any when negative). Fused ops call it for the ops they cover.
+  // Whether op_forward and op_backward run on CUDA tensors; ops whose kernels are CPU-only
+  // refuse them with a clear error.
+  virtual bool has_cuda_kernels() const { return false; }
+
+  // Throws unless x is a floating tensor of the parameters' dtype and device, with last dim
+  // `features` (any when negative), on a device this op has kernels for. Fused ops call it for
+  // the ops they cover.
   void check_input(const Tensor& x, int64_t features) const;
 
   virtual OpForward op_forward(OpContext& ctx, const Tensor& input, const std::vector<Tensor>& extra_inputs) = 0;

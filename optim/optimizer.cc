@@ -7,8 +7,10 @@ namespace fuselab {
 Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
-    check(p.defined() && p.is_leaf() && is_floating(p.dtype()) && p.device().is_cpu(), "optimizer: parameter ", i,
-          " must be a floating CPU leaf tensor");
+    check(p.defined() && p.is_leaf() && is_floating(p.dtype()), "optimizer: parameter ", i,
+          " must be a floating leaf tensor");
+    check(p.device().is_cpu(), "optimizer: parameter ", i, " of shape ", p.shape(), " is on ", p.device(),
+          ", but the optimizer steps are CPU kernels so far");
   }
 }
 

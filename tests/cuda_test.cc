@@ -9,7 +9,12 @@
 #include <sstream>
 
 #include "autograd/functional.h"
+#include "fuser/sequential.h"
 #include "kernels/cuda/device_api.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/add_extra_input.h"
+#include "ops/basic/linear.h"
+#include "ops/basic/rmsnorm.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
 #include "tensor/random.h"
@@ -174,6 +179,42 @@ TEST_F(Cuda, AllocatorReusesBlocksAcrossSteps) {
   EXPECT_EQ(after.system_allocations, before.system_allocations);
   EXPECT_EQ(after.bytes_in_use, before.bytes_in_use);
   EXPECT_GT(after.peak_bytes_in_use, 0u);
+}
+
+// Linear+Bias+GELU, Linear+Bias, residual add (AddExtraInput): a Sequential moved to the GPU matches the same
+// Sequential on the CPU, output and parameter grads (fused on the CPU, unfused basic ops on CUDA).
+TEST_F(Cuda, SequentialMlpBlockMatchesCpu) {
+  auto make = [] {
+    Generator gen(3);
+    Sequential model;
+    model.append(linear_with_bias(48, 192, &gen)).append(std::make_shared<GELU>());
+    model.append(linear_with_bias(192, 48, &gen)).append(std::make_shared<AddExtraInput>());
+    return model;
+  };
+  Sequential cpu_model = make(), gpu_model = make();
+  gpu_model.to(kGpu);
+  const Tensor x = random({100, 48}, DType::Float32, 4);
+  auto run = [&](Sequential& model, Device device) {
+    Tensor input = x.to(device).detach().set_requires_grad();
+    CachingAllocator::of(kGpu).set_poison(device.is_cuda());
+    const Tensor y = model(input, {input}).output;  // the residual is the input
+    Generator gen(5);
+    backward(sum(mul(y, randn(y.shape(), y.dtype(), &gen).to(device))));
+    CachingAllocator::of(kGpu).set_poison(false);
+    std::vector<Tensor> results{y, input.grad()};
+    for (const Tensor& p : model.parameters()) results.push_back(p.grad());
+    return results;
+  };
+  const std::vector<Tensor> cpu = run(cpu_model, Device::cpu()), gpu = run(gpu_model, kGpu);
+  ASSERT_EQ(cpu.size(), 2 + cpu_model.parameters().size());
+  for (size_t i = 0; i < cpu.size(); ++i) expect_close(gpu[i], cpu[i], 1e-5, "tensor " + std::to_string(i));
+}
+
+TEST_F(Cuda, OpsWithCpuOnlyKernelsRefuseGpuInputs) {
+  Sequential model;
+  model.append(std::make_shared<RMSNorm>(8));
+  model.to(kGpu);
+  testing::expect_error([&] { model(zeros({2, 8}).to(kGpu)); }, {"RMSNorm", "cuda:0", "[2, 8]", "CPU-only"});
 }
 
 TEST_F(Cuda, MixingDevicesIsAClearError) {

@@ -15,6 +15,7 @@ struct ActivationSaved {
 
 class ActivationOp : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }  // tensor_math and views only
   explicit ActivationOp(Activation act) : BasicOp(kernels::activation_name(act)), act_(act) {}
   Activation activation() const { return act_; }
 

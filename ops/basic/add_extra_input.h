@@ -9,6 +9,7 @@ namespace fuselab {
 
 class AddExtraInput : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }  // tensor_math and views only
   AddExtraInput() : BasicOp("AddExtraInput") {}
   int num_extra_inputs() const override { return 1; }
 

@@ -8,6 +8,7 @@ namespace fuselab {
 
 class Bias : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }  // tensor_math and views only
   // b = 0, or b ~ U(-init_bound, init_bound) when init_bound > 0 (PyTorch's Linear uses 1/sqrt(in)).
   explicit Bias(int64_t features, double init_bound = 0, Generator* gen = nullptr);
   int64_t features() const { return features_; }

@@ -8,6 +8,7 @@ namespace fuselab {
 
 class ConstantScale : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }  // tensor_math and views only
   explicit ConstantScale(double scale) : BasicOp("ConstantScale"), scale_(scale) {}
   double scale() const { return scale_; }
 

@@ -7,6 +7,7 @@ namespace fuselab {
 
 class Identity : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }  // tensor_math and views only
   Identity() : BasicOp("Identity") {}
   OpForward op_forward(OpContext&, const Tensor& x, const std::vector<Tensor>&) override {
     check(x.defined(), describe(), ": undefined input");

@@ -14,6 +14,7 @@ struct LinearSaved {
 
 class Linear : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }  // tensor_math and views only
   // W ~ U(-1/sqrt(in), 1/sqrt(in)), as PyTorch's default.
   Linear(int64_t in_features, int64_t out_features, Generator* gen = nullptr);
   int64_t in_features() const { return in_; }

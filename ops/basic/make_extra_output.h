@@ -9,6 +9,7 @@ namespace fuselab {
 
 class MakeExtraOutput : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }  // tensor_math and views only
   MakeExtraOutput() : BasicOp("MakeExtraOutput") {}
   int num_extra_outputs() const override { return 1; }
 

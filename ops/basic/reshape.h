@@ -11,6 +11,7 @@ struct ReshapeSaved {
 
 class Reshape : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }  // tensor_math and views only
   explicit Reshape(Shape shape) : BasicOp("Reshape"), shape_(std::move(shape)) {}
 
   OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override {

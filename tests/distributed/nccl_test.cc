@@ -5,6 +5,8 @@
 
 #include <memory>
 
+#include "autograd/functional.h"
+#include "distributed/data_parallel.h"
 #include "distributed/nccl_communicator.h"
 #include "kernels/cuda/device_api.h"
 #include "tensor/factories.h"
@@ -46,6 +48,22 @@ TEST_F(Nccl, CpuValuesGoThroughMpi) {
 TEST_F(Nccl, WrongDeviceOrDtypeIsAClearError) {
   const Tensor ids = zeros({4}, DType::Int64).to(nccl->device());
   testing::expect_error([&] { nccl->all_reduce_sum(ids); }, {"all_reduce_sum", "int64", "[4]"});
+}
+
+TEST_F(Nccl, DataParallelAveragesGpuGrads) {
+  // loss = sum(a * c) + sum(b * c) with c = rank + 1 on each rank: the grads are c, and their
+  // average over R ranks is (R + 1) / 2. Two parameters in 64-byte buckets: two buckets.
+  const double c = nccl->rank() + 1, average = (nccl->size() + 1) / 2.0;
+  Tensor a = zeros({3, 5}, DType::Float32, nccl->device()).set_requires_grad();
+  Tensor b = zeros({16}, DType::Float32, nccl->device()).set_requires_grad();
+  DataParallel parallel({a, b}, *nccl, 64);
+  EXPECT_EQ(parallel.num_buckets(), nccl->size() == 1 ? 0u : 2u);
+  auto times_c = [&](const Tensor& p) { return sum(mul(p, full(p.shape(), c, DType::Float32, nccl->device()))); };
+  parallel.backward(add(times_c(a), times_c(b)));
+  for (const Tensor& p : {a, b}) {
+    ASSERT_EQ(p.grad().device(), nccl->device());
+    for (float g : p.grad().to_vector<float>()) ASSERT_EQ(g, float(average));
+  }
 }
 
 }  // namespace
