@@ -66,8 +66,9 @@ const bool kRegistered = [] {
   register_backward_fusion("BackwardActivationBias", fuse_pattern({{slot<Bias>(), slot<ReLU, GELU, SiLU>()},
                                                                    {kOnCpu},
                                                                    make<BackwardActivationBias>}));
+  // Its kernel (RMSNorm backward adding the residual's grad) exists on CPU and CUDA.
   register_backward_fusion("BackwardAddRMSNorm", fuse_pattern({{slot<MakeExtraOutput>(), slot<RMSNorm>()},
-                                                               {kOnCpu},
+                                                               {},
                                                                make<BackwardAddRMSNorm>}));
 
   register_fusion_example("ForwardLinearBiasAdd", [](int64_t rows, int64_t w, DType dtype, Generator& gen) {

@@ -11,25 +11,6 @@ namespace fuselab::math {
 namespace cpu = kernels::cpu;
 namespace gpu = kernels::cuda;
 
-namespace {
-
-// Calls `cpu_kernel` or `cuda_kernel` for x's device with T = x's C++ type; a CUDA failure
-// becomes a fuselab::Error naming the op, the shape and the device.
-template <class CpuKernel, class CudaKernel>
-void on_device(const char* op, const Tensor& x, CpuKernel&& cpu_kernel, CudaKernel&& cuda_kernel) {
-  dispatch_floating(x.dtype(), op, [&](auto zero) {
-    if (x.device().is_cpu()) return cpu_kernel(zero);
-    try {
-      cuda_kernel(zero);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      fail(op, " on a ", x.dtype(), " tensor of shape ", x.shape(), " on ", x.device(), ": ", e.what());
-    }
-  });
-}
-
-}  // namespace
 
 int64_t rows_of(const Tensor& x) {
   const int64_t cols = x.dim() ? x.size(-1) : 1;
@@ -51,7 +32,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const Broadcast broadcast = broadcast_kind("binary", a, b);
   Tensor out = empty_like(a);
   const int64_t rows = rows_of(a), cols = a.dim() ? a.size(-1) : 1;
-  on_device(
+  dispatch_floating_on_device(
       "binary", a,
       [&](auto zero) {
         using T = decltype(zero);
@@ -67,7 +48,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 
 Tensor scaled(const Tensor& x, double alpha) {
   Tensor out = empty_like(x);
-  on_device(
+  dispatch_floating_on_device(
       "scale", x,
       [&](auto zero) {
         using T = decltype(zero);
@@ -83,7 +64,7 @@ Tensor scaled(const Tensor& x, double alpha) {
 void add_(Tensor& y, const Tensor& x, double alpha) {
   check(x.shape() == y.shape() && x.dtype() == y.dtype() && x.device() == y.device(), "add_: ", x.shape(), " ",
         x.dtype(), " on ", x.device(), " into ", y.shape(), " ", y.dtype(), " on ", y.device());
-  on_device(
+  dispatch_floating_on_device(
       "add_", y,
       [&](auto zero) {
         using T = decltype(zero);
@@ -101,7 +82,7 @@ Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape) {
   // A scalar's grad is the sum of one column holding every element.
   const int64_t rows = broadcast == Broadcast::Scalar ? grad.numel() : rows_of(grad);
   const int64_t cols = broadcast == Broadcast::Scalar ? 1 : grad.size(-1);
-  on_device(
+  dispatch_floating_on_device(
       "sum_to", grad,
       [&](auto zero) {
         using T = decltype(zero);
@@ -119,7 +100,7 @@ Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape) {
 
 Tensor activation(Activation act, const Tensor& x) {
   Tensor y = empty_like(x);
-  on_device(
+  dispatch_floating_on_device(
       kernels::activation_name(act), x,
       [&](auto zero) {
         using T = decltype(zero);
@@ -134,7 +115,7 @@ Tensor activation(Activation act, const Tensor& x) {
 
 Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy) {
   Tensor dx = empty_like(x);
-  on_device(
+  dispatch_floating_on_device(
       kernels::activation_name(act), x,
       [&](auto zero) {
         using T = decltype(zero);
@@ -159,7 +140,7 @@ Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
         addend.defined() ? addend.shape() : Shape{}, " for a product of shape ", shape);
   Tensor out = addend.defined() ? addend.clone() : empty(shape, a.dtype(), a.device());
   const int device = a.device().index;
-  on_device(
+  dispatch_floating_on_device(
       "matmul", a,
       [&](auto zero) {
         using T = decltype(zero);

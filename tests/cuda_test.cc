@@ -13,7 +13,9 @@
 #include "kernels/cuda/device_api.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
+#include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
+#include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
@@ -95,7 +97,8 @@ TEST_F(Cuda, BinaryOpsAndBroadcastGradsMatchCpu) {
   const std::vector<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>> ops = {
       {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}};
   for (DType dtype : {DType::Float32, DType::Float64}) {
-    for (const Shape& shape : {Shape{1, 1}, Shape{3, 257}, Shape{300, 1000}}) {
+    // 300 and 70000 rows take the two-level column sums (2 and 256 chunks of rows).
+    for (const Shape& shape : {Shape{1, 1}, Shape{3, 257}, Shape{300, 1000}, Shape{70000, 3}}) {
       const Tensor a = random(shape, dtype, 1);
       // b: the same shape, a row over the last dim, a scalar; kept away from 0 for div.
       for (const Tensor& b : {random(shape, dtype, 2), random({shape[1]}, dtype, 3), random({1}, dtype, 4)}) {
@@ -181,7 +184,7 @@ TEST_F(Cuda, AllocatorReusesBlocksAcrossSteps) {
   EXPECT_GT(after.peak_bytes_in_use, 0u);
 }
 
-// Linear+Bias+GELU, Linear+Bias, residual add (AddExtraInput): a Sequential moved to the GPU matches the same
+// Linear+Bias+GELU, Linear+Bias, residual add (AddExtraInput), RMSNorm: a Sequential moved to the GPU matches the same
 // Sequential on the CPU, output and parameter grads (fused on the CPU, unfused basic ops on CUDA).
 TEST_F(Cuda, SequentialMlpBlockMatchesCpu) {
   auto make = [] {
@@ -189,6 +192,7 @@ TEST_F(Cuda, SequentialMlpBlockMatchesCpu) {
     Sequential model;
     model.append(linear_with_bias(48, 192, &gen)).append(std::make_shared<GELU>());
     model.append(linear_with_bias(192, 48, &gen)).append(std::make_shared<AddExtraInput>());
+    model.append(std::make_shared<RMSNorm>(48));
     return model;
   };
   Sequential cpu_model = make(), gpu_model = make();
@@ -210,11 +214,38 @@ TEST_F(Cuda, SequentialMlpBlockMatchesCpu) {
   for (size_t i = 0; i < cpu.size(); ++i) expect_close(gpu[i], cpu[i], 1e-5, "tensor " + std::to_string(i));
 }
 
+// RMSNorm alone, and MakeExtraOutput + RMSNorm whose extra output also feeds the loss: there the
+// fused BackwardAddRMSNorm adds the residual's grad inside the norm's backward kernel.
+TEST_F(Cuda, RMSNormMatchesCpu) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const Shape& shape : {Shape{1, 1}, Shape{7, 1000}, Shape{300, 4099}, Shape{70000, 3}}) {
+      for (bool residual : {false, true}) {
+        const Tensor x = random(shape, dtype, 1);
+        const Tensor w = add(math::scaled(random({shape[1]}, dtype, 2), 0.1), full({shape[1]}, 1.0, dtype));
+        expect_gpu_matches_cpu(
+            {x, w},
+            [&](const auto& in) {
+              Sequential model;
+              if (residual) model.append(std::make_shared<MakeExtraOutput>());
+              auto norm = std::make_shared<RMSNorm>(shape[1]);
+              norm->parameter(0) = in[1];  // the weight under test: a leaf whose grad is compared
+              model.append(norm);
+              if (!residual) return model(in[0]);
+              const SequentialOutput out = model(in[0], {});
+              EXPECT_NE(model.describe().find("BackwardAddRMSNorm"), std::string::npos) << model.describe();
+              return add(out.output, scale(out.extra_outputs.at(0), 0.5));
+            },
+            "RMSNorm " + describe(shape) + (residual ? " with the residual's grad" : ""));
+      }
+    }
+  }
+}
+
 TEST_F(Cuda, OpsWithCpuOnlyKernelsRefuseGpuInputs) {
   Sequential model;
-  model.append(std::make_shared<RMSNorm>(8));
+  model.append(std::make_shared<LayerNorm>(8));
   model.to(kGpu);
-  testing::expect_error([&] { model(zeros({2, 8}).to(kGpu)); }, {"RMSNorm", "cuda:0", "[2, 8]", "CPU-only"});
+  testing::expect_error([&] { model(zeros({2, 8}).to(kGpu)); }, {"LayerNorm", "cuda:0", "[2, 8]", "CPU-only"});
 }
 
 TEST_F(Cuda, MixingDevicesIsAClearError) {

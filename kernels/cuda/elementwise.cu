@@ -1,6 +1,7 @@
 // CUDA elementwise kernels: grid-stride loops, one element per thread per step.
 #include "kernels/cuda/elementwise.h"
 
+#include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/cuda_check.h"
 
 namespace fuselab::kernels::cuda {
@@ -46,51 +47,6 @@ __global__ void activation_forward_kernel(const T* x, T* y, int64_t n) {
 template <class T, class Math>
 __global__ void activation_backward_kernel(const T* x, const T* dy, T* dx, int64_t n) {
   GRID_STRIDE_LOOP(i, n) dx[i] = dy[i] * Math::grad(x[i]);
-}
-
-// Column sums, first level: block (32, 8) sums 32 columns over one chunk of rows; threads of a
-// column step through the chunk 8 rows apart, and thread row 0 adds the 8 partials in order.
-//   partial[chunk, c] = sum over r in chunk of x[r, c]
-constexpr int kColumnsPerBlock = 32, kRowThreads = 8;
-constexpr int64_t kRowsPerChunk = 256;
-
-template <class T>
-__global__ void column_sums_kernel(const T* x, int64_t rows, int64_t cols, int64_t rows_per_chunk, T* partial) {
-  __shared__ T sums[kRowThreads][kColumnsPerBlock + 1];
-  const int64_t c = blockIdx.x * int64_t(kColumnsPerBlock) + threadIdx.x;
-  const int64_t begin = blockIdx.y * rows_per_chunk;
-  const int64_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
-  T sum = T(0);
-  if (c < cols) {
-    for (int64_t r = begin + threadIdx.y; r < end; r += kRowThreads) sum += x[r * cols + c];
-  }
-  sums[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    T total = T(0);
-    for (int k = 0; k < kRowThreads; ++k) total += sums[k][threadIdx.x];
-    partial[blockIdx.y * cols + c] = total;
-  }
-}
-
-// At most kMaxChunks chunks of at least kRowsPerChunk rows, so the second level is one chunk.
-constexpr int64_t kMaxChunks = 256;
-
-int64_t rows_per_chunk(int64_t rows) {
-  const int64_t even = (rows + kMaxChunks - 1) / kMaxChunks;
-  return even > kRowsPerChunk ? even : kRowsPerChunk;
-}
-
-int64_t chunks_for(int64_t rows) {
-  const int64_t chunks = (rows + rows_per_chunk(rows) - 1) / rows_per_chunk(rows);
-  return chunks < 1 ? 1 : chunks;
-}
-
-template <class T>
-void launch_column_sums(const T* x, int64_t rows, int64_t cols, T* out) {
-  const dim3 grid(unsigned((cols + kColumnsPerBlock - 1) / kColumnsPerBlock), unsigned(chunks_for(rows)));
-  column_sums_kernel<T><<<grid, dim3(kColumnsPerBlock, kRowThreads)>>>(x, rows, cols, rows_per_chunk(rows), out);
-  check_launch("column_sums_kernel");
 }
 
 }  // namespace
@@ -140,16 +96,12 @@ void activation_backward(Activation act, const T* x, const T* dy, T* dx, int64_t
   check_launch("activation_backward_kernel");
 }
 
-int64_t sum_rows_scratch(int64_t rows, int64_t cols) { return chunks_for(rows) * cols; }
+int64_t sum_rows_scratch(int64_t rows, int64_t cols) { return column_sums_scratch(rows, cols); }
 
-// Two levels, no atomics: chunk partials into scratch, then the partials' column sums.
 template <class T>
 void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, T* scratch, int device) {
-  if (cols == 0) return;
   use_device(device);
-  if (chunks_for(rows) == 1) return launch_column_sums(x, rows, cols, out);
-  launch_column_sums(x, rows, cols, scratch);
-  launch_column_sums(scratch, chunks_for(rows), cols, out);
+  column_sums(Elements<T>{x, cols}, rows, cols, out, scratch);
 }
 
 #define INSTANTIATE(T)                                                                                      \

@@ -7,6 +7,7 @@
 #include "kernels/cuda/device_api.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/norms.h"
 
 namespace fuselab::kernels::cuda {
 namespace {
@@ -41,6 +42,13 @@ template <class T>
 void gemm(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*, int64_t, int) {
   unavailable("cublasLtMatmul");
 }
+template <class T>
+void rmsnorm_forward(const T*, const T*, T*, T*, int64_t, int64_t, T, int) { unavailable("rmsnorm_forward_kernel"); }
+int64_t rmsnorm_backward_scratch(int64_t, int64_t) { return 0; }
+template <class T>
+void rmsnorm_backward(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, int) {
+  unavailable("rmsnorm_input_grad_kernel");
+}
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 
@@ -52,7 +60,10 @@ bool allow_tf32() { return false; }
   template void activation_backward<T>(Activation, const T*, const T*, T*, int64_t, int);                   \
   template void sum_rows<T>(const T*, int64_t, int64_t, T*, T*, int);                                       \
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*, \
-                        int64_t, int);
+                        int64_t, int);                                                                      \
+  template void rmsnorm_forward<T>(const T*, const T*, T*, T*, int64_t, int64_t, T, int);                   \
+  template void rmsnorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t,  \
+                                    int64_t, int);
 INSTANTIATE(float)
 INSTANTIATE(double)
 

@@ -1,6 +1,7 @@
 #include "ops/basic/rmsnorm.h"
 
 #include "kernels/cpu/norms.h"
+#include "kernels/cuda/norms.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -15,12 +16,19 @@ RMSNorm::RMSNorm(int64_t features, double eps) : BasicOp("RMSNorm"), features_(f
 OpForward RMSNorm::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
   check_input(x, features_);
   const int64_t rows = math::rows_of(x);
-  Tensor y = empty_like(x), rstd = empty({rows}, x.dtype());
-  dispatch_floating(x.dtype(), "RMSNorm", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::cpu::rmsnorm_forward<T>(x.data<T>(), weight().data<T>(), y.data<T>(), rstd.data<T>(), rows,
-                                     features_, T(eps_));
-  });
+  Tensor y = empty_like(x), rstd = empty({rows}, x.dtype(), x.device());
+  dispatch_floating_on_device(
+      "RMSNorm", x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cpu::rmsnorm_forward<T>(x.data<T>(), weight().data<T>(), y.data<T>(), rstd.data<T>(), rows,
+                                         features_, T(eps_));
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cuda::rmsnorm_forward<T>(x.cuda_data<T>(), weight().cuda_data<T>(), y.cuda_data<T>(),
+                                          rstd.cuda_data<T>(), rows, features_, T(eps_), x.device().index);
+      });
   if (ctx.requires_backward()) ctx.save<RMSNormSaved>() = {x, rstd};
   return {y, {}};
 }
@@ -30,13 +38,24 @@ OpBackward RMSNorm::backward_with_residual(OpContext& ctx, const Tensor& dy, con
   const bool need_dw = ctx.params_require_grad.at(0);
   Tensor dx = ctx.input_requires_grad ? empty_like(saved.input) : Tensor();
   Tensor dw = need_dw ? zeros_like(weight()) : Tensor();
-  dispatch_floating(dy.dtype(), "RMSNorm", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::cpu::rmsnorm_backward<T>(saved.input.data<T>(), weight().data<T>(), saved.rstd.data<T>(), dy.data<T>(),
-                                      residual_grad.defined() ? residual_grad.data<T>() : nullptr,
-                                      dx.defined() ? dx.data<T>() : nullptr, need_dw ? dw.data<T>() : nullptr,
-                                      math::rows_of(dy), features_);
-  });
+  const int64_t rows = math::rows_of(dy);
+  dispatch_floating_on_device(
+      "RMSNorm backward", dy,
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cpu::rmsnorm_backward<T>(saved.input.data<T>(), weight().data<T>(), saved.rstd.data<T>(),
+                                          dy.data<T>(), residual_grad.defined() ? residual_grad.data<T>() : nullptr,
+                                          dx.defined() ? dx.data<T>() : nullptr, need_dw ? dw.data<T>() : nullptr,
+                                          rows, features_);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        Tensor scratch = empty({kernels::cuda::rmsnorm_backward_scratch(rows, features_)}, dy.dtype(), dy.device());
+        kernels::cuda::rmsnorm_backward<T>(
+            saved.input.cuda_data<T>(), weight().cuda_data<T>(), saved.rstd.cuda_data<T>(), dy.cuda_data<T>(),
+            residual_grad.defined() ? residual_grad.cuda_data<T>() : nullptr, dx.defined() ? dx.cuda_data<T>() : nullptr,
+            need_dw ? dw.cuda_data<T>() : nullptr, scratch.cuda_data<T>(), rows, features_, dy.device().index);
+      });
   return {dx, {}, {dw}};
 }
 

@@ -13,6 +13,7 @@ struct RMSNormSaved {
 
 class RMSNorm : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }
   explicit RMSNorm(int64_t features, double eps = 1e-6);
   int64_t features() const { return features_; }
   double eps() const { return eps_; }
