@@ -26,6 +26,7 @@
 #include "examples/flags.h"
 #include "fuser/fusion_check.h"
 #include "fuser/sequential.h"
+#include "kernels/cuda/device_api.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/linear.h"
@@ -77,36 +78,39 @@ struct Runner {
   Tensor x, extra;
   size_t peak = 0;
 
-  Runner(const std::string& model, int64_t tokens, int64_t h, DType dtype, bool fused,
+  Device device;
+
+  Runner(const std::string& model, int64_t tokens, int64_t h, DType dtype, Device device, bool fused,
          const std::string& only_fusion = "")
-      : seq(build(model, h)) {
-    seq.to(dtype).set_fusion_enabled(fused);
+      : seq(build(model, h)), device(device) {
+    seq.to(dtype).to(device).set_fusion_enabled(fused);
     if (!only_fusion.empty()) seq.enable_only_fusions({only_fusion});
     Generator gen(1);
-    x = randn({tokens, h}, dtype, &gen).set_requires_grad(true);
-    extra = model == "mlp_block" ? x : randn({tokens, h}, dtype, &gen).set_requires_grad(true);
+    x = randn({tokens, h}, dtype, &gen).to(device).set_requires_grad(true);
+    extra = model == "mlp_block" ? x : randn({tokens, h}, dtype, &gen).to(device).set_requires_grad(true);
   }
 
   size_t held = 0;  // bytes in use between forward and backward, above the start
 
   // Milliseconds for one forward (and backward) call.
   double time(bool with_backward) {
-    CachingAllocator& cpu = CachingAllocator::of(Device::cpu());
-    const size_t before = cpu.stats().bytes_in_use;
-    cpu.reset_peak();
+    CachingAllocator& memory = CachingAllocator::of(device);
+    const size_t before = memory.stats().bytes_in_use;
+    memory.reset_peak();
     const auto start = std::chrono::steady_clock::now();
     {
       std::optional<NoGradGuard> no_grad;
       if (!with_backward) no_grad.emplace();
       SequentialOutput out = seq(x, {extra});
-      if (with_backward) held = std::max(held, cpu.stats().bytes_in_use - before);
+      if (with_backward) held = std::max(held, memory.stats().bytes_in_use - before);
       if (with_backward) {
         Tensor loss = sum(out.output);
         backward(loss);
       }
+      if (device.is_cuda()) kernels::cuda::synchronize(device.index);  // kernels run asynchronously
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    peak = std::max(peak, cpu.stats().peak_bytes_in_use - before);
+    peak = std::max(peak, memory.stats().peak_bytes_in_use - before);
     x.zero_grad();
     extra.zero_grad();
     seq.zero_grad();
@@ -114,8 +118,8 @@ struct Runner {
   }
 };
 
-Result measure(const std::string& model, int64_t tokens, int64_t h, DType dtype, int iters) {
-  Runner fused(model, tokens, h, dtype, true), unfused(model, tokens, h, dtype, false);
+Result measure(const std::string& model, int64_t tokens, int64_t h, DType dtype, Device device, int iters) {
+  Runner fused(model, tokens, h, dtype, device, true), unfused(model, tokens, h, dtype, device, false);
   for (int i = 0; i < 3; ++i) fused.time(true), unfused.time(true);  // warm-up
   std::vector<double> ff, uf, fb, ub;
   for (int i = 0; i < iters; ++i) {  // interleaved, so drift on a shared machine hits both alike
@@ -124,7 +128,7 @@ Result measure(const std::string& model, int64_t tokens, int64_t h, DType dtype,
     fb.push_back(fused.time(true));
     ub.push_back(unfused.time(true));
   }
-  return {model, "cpu", dtype_name(dtype), tokens, h, stats(ff), stats(uf), stats(fb), stats(ub), fused.peak, unfused.peak};
+  return {model, device.str(), dtype_name(dtype), tokens, h, stats(ff), stats(uf), stats(fb), stats(ub), fused.peak, unfused.peak};
 }
 
 struct FusionReport {
@@ -135,10 +139,10 @@ struct FusionReport {
 
 // Each registered fusion that fires on the model, alone, against fusion off.
 std::vector<FusionReport> measure_per_fusion(const std::string& model, int64_t tokens, int64_t h, DType dtype,
-                                             int iters) {
+                                             Device device, int iters) {
   std::vector<FusionReport> reports;
   for (const std::string& name : registered_fusion_names()) {
-    Runner only(model, tokens, h, dtype, true, name), off(model, tokens, h, dtype, false);
+    Runner only(model, tokens, h, dtype, device, true, name), off(model, tokens, h, dtype, device, false);
     bool fires = false;
     for (const auto* list : {&only.seq.fused_lists()->forward.ops, &only.seq.fused_lists()->backward.ops}) {
       for (const auto& op : *list) fires |= op->is_fused();
@@ -265,17 +269,19 @@ int main(int argc, char** argv) {
     const std::string model = flags.get("model", "mlp_block");
     const int64_t tokens = flags.get_int("tokens", 4096), hidden = flags.get_int("hidden", 256);
     const int iters = int(flags.get_int("iters", 20));
-    const std::string device = flags.get("device", "cpu"), dtype_text = flags.get("dtype", "float32");
+    const std::string device_text = flags.get("device", "cpu"), dtype_text = flags.get("dtype", "float32");
     const bool sweep = flags.get_bool("sweep"), per_fusion = flags.get_bool("per-fusion");
     const std::string json = flags.get("json", ""), plot = flags.get("plot", "");
     flags.check_all_known();
-    check(device == "cpu", "bench: --device ", device, " is not supported yet (the CUDA backend is issue 6)");
+    check(device_text == "cpu" || device_text == "cuda", "bench: --device cpu or cuda, got ", device_text);
+    check(device_text == "cpu" || kernels::cuda::device_count() > 0, "bench: --device cuda, but this machine has no CUDA device");
+    const Device device = device_text == "cpu" ? Device::cpu() : Device::cuda(0);
     check(dtype_text == "float32" || dtype_text == "float64", "bench: --dtype float32 or float64");
     check(tokens > 0 && hidden > 0 && iters > 0, "bench: sizes and iters must be positive");
     const DType dtype = dtype_text == "float32" ? DType::Float32 : DType::Float64;
 
     if (per_fusion) {
-      const auto reports = measure_per_fusion(model, tokens, hidden, dtype, iters);
+      const auto reports = measure_per_fusion(model, tokens, hidden, dtype, device, iters);
       print_fusion_reports(model, tokens, hidden, reports);
       if (!json.empty()) write_fusion_json(json, model, tokens, hidden, reports);
       std::vector<Bar> bars;
@@ -288,7 +294,7 @@ int main(int argc, char** argv) {
     std::vector<std::pair<int64_t, int64_t>> shapes{{tokens, hidden}};
     if (sweep) shapes = {{256, 256}, {1024, 256}, {4096, 256}, {1024, 512}, {4096, 1024}};
     std::vector<Result> results;
-    for (const auto& [t, h] : shapes) results.push_back(measure(model, t, h, dtype, iters));
+    for (const auto& [t, h] : shapes) results.push_back(measure(model, t, h, dtype, device, iters));
     print_table(results);
     if (!json.empty()) write_json(json, results);
     std::vector<Bar> bars;

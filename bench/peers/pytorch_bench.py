@@ -41,9 +41,11 @@ class NormBlock(torch.nn.Module):
         return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight, h
 
 
-def time_ms(fn):
+def time_ms(fn, device):
     start = time.perf_counter()
     fn()
+    if device == "cuda":
+        torch.cuda.synchronize()  # kernels run asynchronously
     return (time.perf_counter() - start) * 1e3
 
 
@@ -54,15 +56,19 @@ def main():
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--threads", type=int, default=0)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
 
     torch.manual_seed(0)
-    eager = (MlpBlock if args.model == "mlp_block" else NormBlock)(args.hidden)
-    x = torch.randn(args.tokens, args.hidden, requires_grad=True)
-    residual = x if args.model == "mlp_block" else torch.randn(args.tokens, args.hidden, requires_grad=True)
+    if args.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False  # float32 GEMMs, as FuseLab's default
+    eager = (MlpBlock if args.model == "mlp_block" else NormBlock)(args.hidden).to(args.device)
+    x = torch.randn(args.tokens, args.hidden, device=args.device, requires_grad=True)
+    residual = x if args.model == "mlp_block" else torch.randn(
+        args.tokens, args.hidden, device=args.device, requires_grad=True)
 
     def measure(model):
         def forward():
@@ -80,8 +86,8 @@ def main():
             forward_backward()
         fwd, fwd_bwd = [], []
         for _ in range(args.iters):
-            fwd.append(time_ms(forward))
-            fwd_bwd.append(time_ms(forward_backward))
+            fwd.append(time_ms(forward, args.device))
+            fwd_bwd.append(time_ms(forward_backward, args.device))
         return statistics.median(fwd), statistics.median(fwd_bwd)
 
     unfused_fwd, unfused_fwd_bwd = measure(eager)
@@ -89,7 +95,7 @@ def main():
     if hasattr(torch, "compile"):
         fused_fwd, fused_fwd_bwd = measure(torch.compile(eager))
     result = {
-        "model": args.model, "device": "cpu", "dtype": "float32", "tokens": args.tokens, "hidden": args.hidden,
+        "model": args.model, "device": args.device, "dtype": "float32", "tokens": args.tokens, "hidden": args.hidden,
         "fused_fwd_ms": fused_fwd, "unfused_fwd_ms": unfused_fwd,
         "fused_fwd_bwd_ms": fused_fwd_bwd, "unfused_fwd_bwd_ms": unfused_fwd_bwd,
         "speedup_fwd_bwd": unfused_fwd_bwd / fused_fwd_bwd if fused_fwd_bwd else None,

@@ -43,6 +43,11 @@ void copy_device_to_device(void* dst, const void* src, size_t bytes, int device)
   check_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy(device to device)");
 }
 
+void synchronize(int device) {
+  use_device(device);
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
 void fill_bytes(void* ptr, unsigned char value, size_t bytes, int device) {
   use_device(device);
   check_cuda(cudaMemset(ptr, value, bytes), "cudaMemset");

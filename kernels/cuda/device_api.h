@@ -18,6 +18,8 @@ void device_free(void* ptr, int device);
 void copy_host_to_device(void* dst, const void* src, size_t bytes, int device);
 void copy_device_to_host(void* dst, const void* src, size_t bytes, int device);
 void copy_device_to_device(void* dst, const void* src, size_t bytes, int device);
+// Waits for every kernel queued on `device`.
+void synchronize(int device);
 void fill_bytes(void* ptr, unsigned char value, size_t bytes, int device);  // cudaMemset
 
 }  // namespace fuselab::kernels::cuda

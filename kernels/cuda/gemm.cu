@@ -22,7 +22,7 @@ namespace {
 
 void check_cublas(cublasStatus_t status, const char* call) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string(call) + " failed: " + cublasGetStatusString(status));
+    throw std::runtime_error(std::string(call) + " failed: " + cublasLtGetStatusString(status));
   }
 }
 

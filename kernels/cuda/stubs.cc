@@ -23,6 +23,7 @@ void device_free(void*, int) { unavailable("cudaFree"); }
 void copy_host_to_device(void*, const void*, size_t, int) { unavailable("cudaMemcpy"); }
 void copy_device_to_host(void*, const void*, size_t, int) { unavailable("cudaMemcpy"); }
 void copy_device_to_device(void*, const void*, size_t, int) { unavailable("cudaMemcpy"); }
+void synchronize(int) { unavailable("cudaDeviceSynchronize"); }
 void fill_bytes(void*, unsigned char, size_t, int) { unavailable("cudaMemset"); }
 
 template <class T>

@@ -1,7 +1,7 @@
 """`cuda_library`: compiles .cu files with nvcc (sm_80 and sm_90) into a cc_library.
 
 Bazel 4 has no CUDA rules, so each .cu file becomes one genrule that runs `nvcc -c`, and the
-objects go into a cc_library that links cudart, cuBLAS, cuBLASLt and cuDNN.
+objects go into a cc_library that links cudart and cuBLASLt.
 """
 
 load("@local_cuda//:defs.bzl", "CUDA_PATH")
@@ -20,8 +20,6 @@ CUDA_LINKOPTS = [
     "-Wl,-rpath,%s/lib64" % CUDA_PATH,
     "-lcudart",
     "-lcublasLt",
-    "-lcublas",
-    "-lcudnn",
 ]
 
 # NCCL ships in the toolkit's lib/ (not lib64/) on these machines.

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# GPU checks in two steps, because the GPU machine has no Bazel:
+#
+#   bash tools/gpu_check.sh pack         # here: build, then copy binaries and libraries to .gpu/
+#   bash .gpu/gpu_check.sh run LOGDIR    # on the GPU machine, from the repository root
+#
+# `run` checks that every library resolves, runs the GPU tests (cuda_test; the small cases again
+# under compute-sanitizer memcheck; nccl_test with one rank), then //tools:bench on CUDA for the
+# MLP block and the norm block at sizes that fill the chip, and PyTorch eager on the same shapes
+# when torch is installed. Logs go to LOGDIR; a table is printed last. Exit status: 0 when every
+# test passed.
+set -uo pipefail
+mode="${1:-}"
+
+pack() {
+  set -e
+  cd "$(dirname "$0")/.."
+  local targets=(//tests:cuda_test //tests/distributed:nccl_test //tools:bench)
+  bazel build "${targets[@]}"
+  rm -rf .gpu && mkdir -p .gpu/lib
+  # The binaries find Bazel's shared libraries at $ORIGIN/../_solib_k8: keep bazel-bin's layout.
+  for binary in tests/cuda_test tests/distributed/nccl_test tools/bench; do
+    mkdir -p ".gpu/$(dirname "$binary")" && cp "bazel-bin/$binary" ".gpu/$binary"
+  done
+  cp -rL bazel-bin/_solib_k8 .gpu/
+  # System libraries the GPU machine may lack (not CUDA's: it has those), and the OpenMP OpenBLAS
+  # that kernels/cpu dlopen()s.
+  ldd .gpu/tests/cuda_test .gpu/tests/distributed/nccl_test .gpu/tools/bench |
+    awk '$3 ~ /^\// && $3 !~ /_solib|cuda|libc\.so|libm\.so|ld-linux|libpthread|libdl\.so|librt\.so|libstdc|libgcc_s/ { print $3 }' |
+    sort -u | xargs -I{} cp -L {} .gpu/lib/
+  local openblas=/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0
+  cp -L "$openblas" .gpu/lib/libopenblas.so.0
+  ldd "$openblas" | awk '$3 ~ /gfortran|quadmath/ { print $3 }' | xargs -I{} cp -L {} .gpu/lib/
+  cp -L /lib/x86_64-linux-gnu/libstdc++.so.6 .gpu/lib/  # newer than some machines' own
+  cp tools/gpu_check.sh bench/peers/pytorch_bench.py .gpu/
+  grep -qx '.gpu/' .git/info/exclude 2>/dev/null || echo '.gpu/' >>.git/info/exclude
+  du -sh .gpu
+  echo "packed: run 'bash .gpu/gpu_check.sh run LOGDIR' on the GPU machine (device tool: carry .gpu)"
+}
+
+# CUDA's libraries: the toolkit's folders, then any pip-installed nvidia/*/lib (PyTorch's).
+cuda_library_path() {
+  local dirs=(/usr/local/cuda/lib64 /usr/local/cuda/lib)
+  for d in /usr/local/lib/python3*/dist-packages/nvidia/*/lib /usr/lib/python3*/site-packages/nvidia/*/lib \
+    "$HOME"/.local/lib/python3*/site-packages/nvidia/*/lib; do
+    [ -d "$d" ] && dirs+=("$d")
+  done
+  local IFS=:
+  echo "${dirs[*]}"
+}
+
+run() {
+  local logs="${1:?usage: gpu_check.sh run LOGDIR}"
+  local gpu
+  gpu="$(cd "$(dirname "$0")" && pwd)"
+  mkdir -p "$logs"
+  export LD_LIBRARY_PATH="$gpu/lib:$(cuda_library_path)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PATH="$PATH:/usr/local/cuda/bin"  # compute-sanitizer
+  local status=0 rows=()
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$logs/device.txt" 2>&1
+  if ldd "$gpu/tests/cuda_test" "$gpu/tests/distributed/nccl_test" "$gpu/tools/bench" | grep "not found" >"$logs/ldd_missing.txt"; then
+    cat "$logs/ldd_missing.txt"
+    status=1
+  fi
+
+  # name, command...: runs a test, keeps its log, adds a row to the table.
+  check() {
+    local name="$1"
+    shift
+    local start=$SECONDS
+    if "$@" >"$logs/$name.log" 2>&1; then
+      rows+=("$(printf '%-28s passed in %3d s (%d ok, %d skipped)' "$name" $((SECONDS - start)) \
+        "$(grep -c '^\[       OK' "$logs/$name.log")" "$(grep -cE '^\[  SKIPPED \] .*\([0-9]+ ms\)$' "$logs/$name.log")")")
+    else
+      rows+=("$(printf '%-28s FAILED (exit %d): see %s' "$name" $? "$logs/$name.log")")
+      status=1
+    fi
+  }
+  export GTEST_COLOR=no
+  check cuda_test "$gpu/tests/cuda_test"
+  if command -v compute-sanitizer >/dev/null; then
+    check cuda_test_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$gpu/tests/cuda_test" \
+      --gtest_filter='Cuda.RoundTrip*:Cuda.Activations*:Cuda.Matmul*:Cuda.RMSNorm*:Cuda.Sequential*'
+  else
+    rows+=("cuda_test_memcheck           SKIPPED: no compute-sanitizer on PATH")
+  fi
+  if command -v mpirun >/dev/null; then
+    check nccl_test mpirun -np 1 --allow-run-as-root "$gpu/tests/distributed/nccl_test"
+  else
+    check nccl_test "$gpu/tests/distributed/nccl_test"  # MPI as a singleton
+  fi
+
+  local benches=("mlp_block 16384 1024" "mlp_block 4096 1024" "norm_block 16384 4096")
+  for b in "${benches[@]}"; do
+    read -r model tokens hidden <<<"$b"
+    "$gpu/tools/bench" --device cuda --model "$model" --tokens "$tokens" --hidden "$hidden" --iters 20 \
+      --json "$logs/bench_${model}_$tokens.json" >"$logs/bench_${model}_$tokens.log" 2>&1 || status=1
+    if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+      python3 "$gpu/pytorch_bench.py" --device cuda --model "$model" --tokens "$tokens" --hidden "$hidden" \
+        --iters 20 --json "$logs/torch_${model}_$tokens.json" >/dev/null 2>"$logs/torch_${model}_$tokens.log"
+    fi
+  done
+
+  echo
+  echo "device: $(cat "$logs/device.txt")"
+  printf '%s\n' "${rows[@]}"
+  echo
+  printf '%-11s %6s %6s | %14s %14s %8s | %14s\n' model tokens hidden "fused fwd+bwd" "unfused" speedup "torch eager"
+  for b in "${benches[@]}"; do
+    read -r model tokens hidden <<<"$b"
+    python3 - "$logs/bench_${model}_$tokens.json" "$logs/torch_${model}_$tokens.json" <<'PY'
+import json, os, sys
+ours = json.load(open(sys.argv[1]))[0] if os.path.exists(sys.argv[1]) else None
+peer = json.load(open(sys.argv[2]))[0] if os.path.exists(sys.argv[2]) else None
+if ours is None:
+    print("bench failed: see its log"); sys.exit()
+torch_ms = f"{peer['unfused_fwd_bwd_ms']:.3f} ms" if peer else "n/a"
+print(f"{ours['model']:11} {ours['tokens']:6} {ours['hidden']:6} | {ours['fused_fwd_bwd_ms']:11.3f} ms "
+      f"{ours['unfused_fwd_bwd_ms']:11.3f} ms {ours['speedup_fwd_bwd']:7.2f}x | {torch_ms:>14}")
+PY
+  done
+  return $status
+}
+
+case "$mode" in
+  pack) pack ;;
+  run) shift && run "$@" ;;
+  *) echo "usage: bash tools/gpu_check.sh pack | bash .gpu/gpu_check.sh run LOGDIR" >&2; exit 2 ;;
+esac
