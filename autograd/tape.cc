@@ -16,9 +16,15 @@ thread_local Tape* installed_tape = nullptr;
 // a + b in a new tensor, in one pass; both have the same shape, dtype and device.
 Tensor sum_of(const Tensor& a, const Tensor& b) { return math::binary(math::BinaryOp::Add, a, b); }
 
-// A leaf's grad is the user's to modify in place, so it never aliases a grad another tensor holds.
+// Whether no other tensor can see `t`'s memory: one handle to it, the only one on its storage.
+// The caller's own handle is the one; it is dropped once the grad is routed.
+bool sole_owner(const Tensor& t) { return t.impl_ptr().use_count() == 1 && t.impl().storage.use_count() == 1; }
+
+// A leaf's grad is the user's to modify in place, so it never aliases a grad another tensor holds:
+// the update is copied unless nothing else can see it (a weight grad fresh from its GEMM).
 void accumulate_leaf(std::shared_ptr<TensorImpl>& grad, const Tensor& update) {
-  grad = (grad ? sum_of(Tensor(grad), update) : update.clone()).impl_ptr();
+  if (grad) grad = sum_of(Tensor(grad), update).impl_ptr();
+  else grad = sole_owner(update) ? update.impl_ptr() : update.clone().impl_ptr();
 }
 
 // Grads in flight are never modified in place, so the first one can be kept without a copy.

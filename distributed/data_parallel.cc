@@ -72,25 +72,28 @@ void DataParallel::start_ready_buckets() {
   }
 }
 
+// Packs each grad, already divided by the number of ranks, into the bucket: the sum the
+// all-reduce leaves there is then the average, with no pass after it.
+//   sum over ranks r of (grad_r / ranks) = (1 / ranks) * sum over ranks r of grad_r
 void DataParallel::start(Bucket& bucket) {
+  const double share = 1.0 / comm_.size();
   for (size_t i = 0; i < bucket.params.size(); ++i) {
     Tensor region = bucket.buffer.slice(bucket.offsets[i], bucket.offsets[i + 1]);
     const Tensor grad = params_[bucket.params[i]].grad();
-    if (grad.defined()) region.copy_(grad.view({-1}));
+    if (grad.defined()) math::scale_into(region, grad.view({-1}), share);
     else region.zero_();
   }
   bucket.pending = comm_.start_all_reduce_sum(bucket.buffer);
 }
 
-// Waits for the bucket's sum and hands each parameter its slice of sum / ranks, as a grad of its own.
+// Waits for the bucket's average and hands each parameter its slice as its grad (a view).
 void DataParallel::finish(Bucket& bucket) {
   bucket.pending->wait();
   bucket.pending.reset();
   bucket.ready = 0;
-  const Tensor mean = math::scaled(bucket.buffer, 1.0 / comm_.size());
   for (size_t i = 0; i < bucket.params.size(); ++i) {
     Tensor& param = params_[bucket.params[i]];
-    param.set_grad(mean.slice(bucket.offsets[i], bucket.offsets[i + 1]).view(param.shape()));
+    param.set_grad(bucket.buffer.slice(bucket.offsets[i], bucket.offsets[i + 1]).view(param.shape()));
   }
 }
 

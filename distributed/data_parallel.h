@@ -31,7 +31,8 @@ class DataParallel {
 
   // backward(loss) on this rank's shard; returns when every grad is averaged over the ranks. With
   // several ranks, a parameter that no path from the loss reaches gets the average of the others'
-  // grads (zero from this rank).
+  // grads (zero from this rank). The grads are then views of DataParallel's buckets: modify them in
+  // place as you like (clipping does), but copy one you want to keep past the next backward().
   void backward(const Tensor& loss);
 
   size_t num_buckets() const { return buckets_.size(); }  // 0 with one rank

@@ -48,6 +48,13 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
 
 Tensor scaled(const Tensor& x, double alpha) {
   Tensor out = empty_like(x);
+  scale_into(out, x, alpha);
+  return out;
+}
+
+void scale_into(Tensor& out, const Tensor& x, double alpha) {
+  check(x.shape() == out.shape() && x.dtype() == out.dtype() && x.device() == out.device(), "scale_into: ", x.shape(),
+        " ", x.dtype(), " on ", x.device(), " into ", out.shape(), " ", out.dtype(), " on ", out.device());
   dispatch_floating_on_device(
       "scale", x,
       [&](auto zero) {
@@ -58,7 +65,6 @@ Tensor scaled(const Tensor& x, double alpha) {
         using T = decltype(zero);
         gpu::scale<T>(x.cuda_data<T>(), T(alpha), out.cuda_data<T>(), x.numel(), x.device().index);
       });
-  return out;
 }
 
 void add_(Tensor& y, const Tensor& x, double alpha) {

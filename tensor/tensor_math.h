@@ -17,6 +17,7 @@ Broadcast broadcast_kind(const char* op, const Tensor& a, const Tensor& b);
 
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);  // b as in broadcast_kind
 Tensor scaled(const Tensor& x, double alpha);
+void scale_into(Tensor& out, const Tensor& x, double alpha);  // out = alpha * x, same shapes; out may be x
 void add_(Tensor& y, const Tensor& x, double alpha = 1);  // y += alpha * x, same shapes
 Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape);  // reduce a broadcast grad
 Tensor activation(Activation act, const Tensor& x);
