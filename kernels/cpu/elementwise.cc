@@ -43,13 +43,13 @@ void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t c
 
 template <class T>
 void scale(const T* x, T alpha, T* out, int64_t n) {
-#pragma omp parallel for simd if (n > kParallelGrain)
+#pragma omp parallel for simd if (parallel : n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) out[i] = alpha * x[i];
 }
 
 template <class T>
 void axpy(T alpha, const T* x, T* y, int64_t n) {
-#pragma omp parallel for simd if (n > kParallelGrain)
+#pragma omp parallel for simd if (parallel : n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
@@ -101,7 +101,7 @@ void sum_cols(const T* x, int64_t rows, int64_t cols, T* out) {
 template <class T>
 void activation_forward(Activation act, const T* x, T* y, int64_t n) {
   with_activation(act, [&](auto math) {
-#pragma omp parallel for simd if (n > kParallelGrain)
+#pragma omp parallel for simd if (parallel : n > kParallelGrain)
     for (int64_t i = 0; i < n; ++i) y[i] = math.forward(x[i]);
   });
 }
@@ -109,7 +109,7 @@ void activation_forward(Activation act, const T* x, T* y, int64_t n) {
 template <class T>
 void activation_backward(Activation act, const T* x, const T* dy, T* dx, int64_t n) {
   with_activation(act, [&](auto math) {
-#pragma omp parallel for simd if (n > kParallelGrain)
+#pragma omp parallel for simd if (parallel : n > kParallelGrain)
     for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * math.grad(x[i]);
   });
 }
