@@ -1,6 +1,7 @@
 #include "optim/adamw.h"
 
 #include "kernels/cpu/optimizer_steps.h"
+#include "kernels/cuda/optimizer_steps.h"
 #include "tensor/dispatch.h"
 
 namespace fuselab {
@@ -15,15 +16,30 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : Optimizer(std::
 
 void AdamW::step() {
   const AdamWOptions& o = options_;
-  const kernels::cpu::AdamWHyper hyper{lr_, o.beta1, o.beta2, o.eps, o.weight_decay, steps_ + 1};
+  const kernels::AdamWHyper hyper{lr_, o.beta1, o.beta2, o.eps, o.weight_decay, steps_ + 1};
+  std::vector<size_t> stepped;  // the parameters with a grad
   for (size_t k = 0; k < params_.size(); ++k) {
-    const Tensor grad = params_[k].grad();
-    if (!grad.defined()) continue;
-    dispatch_floating(params_[k].dtype(), "AdamW", [&](auto zero) {
-      using T = decltype(zero);
-      kernels::cpu::adamw_step(params_[k].data<T>(), grad.data<T>(), buffer(0, k).data<T>(), buffer(1, k).data<T>(),
-                               params_[k].numel(), hyper);
-    });
+    if (params_[k].grad().defined()) stepped.push_back(k);
+  }
+  if (!stepped.empty()) {
+    dispatch_floating_on_device(
+        "AdamW", params_[stepped[0]],
+        [&](auto zero) {
+          using T = decltype(zero);
+          for (size_t k : stepped) {
+            kernels::cpu::adamw_step(params_[k].data<T>(), params_[k].grad().data<T>(), buffer(0, k).data<T>(),
+                                     buffer(1, k).data<T>(), params_[k].numel(), hyper);
+          }
+        },
+        [&](auto zero) {  // every parameter in one launch
+          using T = decltype(zero);
+          std::vector<kernels::cuda::ParamBuffers<T>> buffers;
+          for (size_t k : stepped) {
+            buffers.push_back({params_[k].cuda_data<T>(), params_[k].grad().cuda_data<T>(),
+                               buffer(0, k).cuda_data<T>(), buffer(1, k).cuda_data<T>(), params_[k].numel()});
+          }
+          kernels::cuda::adamw_step(buffers, hyper, params_[stepped[0]].device().index);
+        });
   }
   ++steps_;
 }

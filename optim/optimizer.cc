@@ -9,8 +9,8 @@ Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
     const Tensor& p = params_[i];
     check(p.defined() && p.is_leaf() && is_floating(p.dtype()), "optimizer: parameter ", i,
           " must be a floating leaf tensor");
-    check(p.device().is_cpu(), "optimizer: parameter ", i, " of shape ", p.shape(), " is on ", p.device(),
-          ", but the optimizer steps are CPU kernels so far");
+    check(p.device() == params_[0].device(), "optimizer: parameter ", i, " of shape ", p.shape(), " is on ",
+          p.device(), ", parameter 0 on ", params_[0].device(), " (one optimizer per device)");
   }
 }
 
@@ -30,7 +30,8 @@ NamedTensors Optimizer::state() const {
   const auto names = buffer_names();
   for (size_t n = 0; n < names.size() && n < buffers_.size(); ++n) {
     for (size_t i = 0; i < params_.size(); ++i) {
-      if (buffers_[n][i].defined()) state[names[n] + "." + std::to_string(i)] = buffers_[n][i].clone();
+      const Tensor& b = buffers_[n][i];  // saved from the CPU, whatever the device
+      if (b.defined()) state[names[n] + "." + std::to_string(i)] = b.device().is_cpu() ? b.clone() : b.to(Device::cpu());
     }
   }
   return state;
@@ -49,7 +50,7 @@ void Optimizer::load_state(const NamedTensors& state) {
       check(it->second.shape() == params_[i].shape() && it->second.dtype() == params_[i].dtype(),
             "optimizer state: '", it->first, "' has shape ", it->second.shape(), " ", it->second.dtype(),
             ", the parameter has ", params_[i].shape(), " ", params_[i].dtype());
-      loaded[n][i] = it->second.clone();
+      loaded[n][i] = it->second.to(params_[i].device()).clone();
     }
   }
   for (const auto& [name, value] : state) {

@@ -1,5 +1,7 @@
 #include "optim/sgd.h"
 
+#include "kernels/cpu/optimizer_steps.h"
+#include "kernels/cuda/optimizer_steps.h"
 #include "tensor/dispatch.h"
 
 namespace fuselab {
@@ -13,23 +15,31 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(p
 
 void SGD::step() {
   const SGDOptions& o = options_;
+  const kernels::SGDHyper hyper{lr_, o.momentum, o.weight_decay, o.nesterov};
+  const bool momentum = o.momentum > 0;
+  std::vector<size_t> stepped;  // the parameters with a grad
   for (size_t k = 0; k < params_.size(); ++k) {
-    const Tensor grad = params_[k].grad();
-    if (!grad.defined()) continue;
-    dispatch_floating(params_[k].dtype(), "SGD", [&](auto zero) {
-      using T = decltype(zero);
-      T* p = params_[k].data<T>();
-      const T* g = grad.data<T>();
-      T* b = o.momentum > 0 ? buffer(0, k).data<T>() : nullptr;
-      for (int64_t i = 0; i < params_[k].numel(); ++i) {
-        T d = g[i] + T(o.weight_decay) * p[i];
-        if (b) {
-          b[i] = T(o.momentum) * b[i] + d;  // b starts at 0, so b = g on the first step
-          d = o.nesterov ? d + T(o.momentum) * b[i] : b[i];
-        }
-        p[i] -= T(lr_) * d;
-      }
-    });
+    if (params_[k].grad().defined()) stepped.push_back(k);
+  }
+  if (!stepped.empty()) {
+    dispatch_floating_on_device(
+        "SGD", params_[stepped[0]],
+        [&](auto zero) {
+          using T = decltype(zero);
+          for (size_t k : stepped) {
+            kernels::cpu::sgd_step(params_[k].data<T>(), params_[k].grad().data<T>(),
+                                   momentum ? buffer(0, k).data<T>() : nullptr, params_[k].numel(), hyper);
+          }
+        },
+        [&](auto zero) {  // every parameter in one launch
+          using T = decltype(zero);
+          std::vector<kernels::cuda::ParamBuffers<T>> buffers;
+          for (size_t k : stepped) {
+            buffers.push_back({params_[k].cuda_data<T>(), params_[k].grad().cuda_data<T>(),
+                               momentum ? buffer(0, k).cuda_data<T>() : nullptr, nullptr, params_[k].numel()});
+          }
+          kernels::cuda::sgd_step(buffers, hyper, params_[stepped[0]].device().index);
+        });
   }
   ++steps_;
 }

@@ -17,6 +17,9 @@
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
+#include "optim/adamw.h"
+#include "optim/clip.h"
+#include "optim/sgd.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
 #include "tensor/random.h"
@@ -164,6 +167,36 @@ TEST_F(Cuda, TrainingFollowsTheCpuLosses) {
   const std::vector<double> cpu = train(Device::cpu()), gpu = train(kGpu);
   EXPECT_LT(cpu.back(), 0.9 * cpu.front());  // it learns
   for (size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(gpu[i], cpu[i], 1e-4 * cpu[i]) << "step " << i;
+}
+
+// 30 parameters (more than one launch's 24) and one of 3.3M elements (more than one launch's
+// 192 chunks of 16384): AdamW, SGD with momentum and Nesterov, and the grad-norm clip.
+TEST_F(Cuda, OptimizersAndClipMatchCpu) {
+  std::vector<Shape> shapes(30, Shape{7, 13});
+  shapes.push_back({3300001});
+  auto run = [&](Device device, const std::string& which) {
+    std::vector<Tensor> params;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      params.push_back(random(shapes[i], DType::Float32, 10 + i).to(device).set_requires_grad());
+    }
+    AdamW adamw(params, {1e-2, 0.9, 0.99, 1e-8, 0.1});
+    SGD sgd(params, {1e-2, 0.9, 1e-3, /*nesterov=*/true});
+    std::vector<double> norms;
+    for (int step = 0; step < 3; ++step) {
+      for (size_t i = 0; i < params.size(); ++i) {
+        params[i].set_grad(math::scaled(random(shapes[i], DType::Float32, 100 * step + i), 0.01).to(device));
+      }
+      norms.push_back(clip_grad_norm(params, 1.0));
+      if (which == "adamw") adamw.step();
+      else sgd.step();
+    }
+    params.push_back(from_vector<double>(norms, {3}).to(device));
+    return params;
+  };
+  for (const std::string which : {"adamw", "sgd"}) {
+    const std::vector<Tensor> cpu = run(Device::cpu(), which), gpu = run(kGpu, which);
+    for (size_t i = 0; i < cpu.size(); ++i) expect_close(gpu[i], cpu[i], 1e-5, which + " tensor " + std::to_string(i));
+  }
 }
 
 TEST_F(Cuda, AllocatorReusesBlocksAcrossSteps) {

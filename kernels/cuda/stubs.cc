@@ -8,6 +8,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/norms.h"
+#include "kernels/cuda/optimizer_steps.h"
 
 namespace fuselab::kernels::cuda {
 namespace {
@@ -50,6 +51,12 @@ template <class T>
 void rmsnorm_backward(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, int) {
   unavailable("rmsnorm_input_grad_kernel");
 }
+template <class T>
+void adamw_step(const std::vector<ParamBuffers<T>>&, const AdamWHyper&, int) { unavailable("multi_tensor_kernel"); }
+template <class T>
+void sgd_step(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int) { unavailable("multi_tensor_kernel"); }
+template <class T>
+double sum_squares(const T*, int64_t, int) { unavailable("sum_squares_kernel"); }
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 
@@ -64,7 +71,10 @@ bool allow_tf32() { return false; }
                         int64_t, int);                                                                      \
   template void rmsnorm_forward<T>(const T*, const T*, T*, T*, int64_t, int64_t, T, int);                   \
   template void rmsnorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t,  \
-                                    int64_t, int);
+                                    int64_t, int);                                                          \
+  template void adamw_step<T>(const std::vector<ParamBuffers<T>>&, const AdamWHyper&, int);                 \
+  template void sgd_step<T>(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int);                     \
+  template double sum_squares<T>(const T*, int64_t, int);
 INSTANTIATE(float)
 INSTANTIATE(double)
 

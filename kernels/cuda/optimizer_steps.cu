@@ -1,0 +1,128 @@
+#include "kernels/cuda/optimizer_steps.h"
+
+#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/cuda_check.h"
+
+namespace fuselab::kernels::cuda {
+namespace {
+
+constexpr int64_t kChunk = 16384;  // elements per block
+
+// What one launch covers, passed by value as the kernel's argument (under CUDA's 4 KiB limit):
+// up to kMaxTensors parameters, and for each block the parameter and the chunk it updates.
+template <class T>
+struct ChunkTable {
+  static constexpr int kMaxTensors = 24, kMaxBlocks = 192;
+  ParamBuffers<T> tensors[kMaxTensors];
+  int tensor_of_block[kMaxBlocks];
+  int64_t start_of_block[kMaxBlocks];
+};
+
+template <class T, class Update>
+__global__ void multi_tensor_kernel(ChunkTable<T> table, Update update) {
+  const ParamBuffers<T>& t = table.tensors[table.tensor_of_block[blockIdx.x]];
+  const int64_t start = table.start_of_block[blockIdx.x];
+  const int64_t end = start + kChunk < t.n ? start + kChunk : t.n;
+  for (int64_t i = start + threadIdx.x; i < end; i += blockDim.x) update(t, i);
+}
+
+// Fills tables with every chunk of every parameter and launches one kernel per full table (one
+// in all unless there are more than kMaxTensors parameters or kMaxBlocks chunks).
+template <class T, class Update>
+void for_each_chunk(const std::vector<ParamBuffers<T>>& params, Update update, int device) {
+  use_device(device);
+  ChunkTable<T> table;
+  int tensors = 0, blocks = 0;
+  auto launch = [&] {
+    if (blocks > 0) {
+      multi_tensor_kernel<T><<<blocks, kThreads>>>(table, update);
+      check_launch("multi_tensor_kernel");
+    }
+    tensors = blocks = 0;
+  };
+  for (const ParamBuffers<T>& p : params) {
+    if (p.n == 0) continue;
+    if (tensors == ChunkTable<T>::kMaxTensors) launch();
+    table.tensors[tensors] = p;
+    for (int64_t start = 0; start < p.n; start += kChunk) {
+      if (blocks == ChunkTable<T>::kMaxBlocks) {
+        launch();
+        table.tensors[0] = p;  // the parameter continues in the next launch
+      }
+      table.tensor_of_block[blocks] = tensors;
+      table.start_of_block[blocks++] = start;
+    }
+    ++tensors;
+  }
+  launch();
+}
+
+template <class T>
+struct AdamWElement {
+  AdamWUpdate<T> update;
+  __device__ void operator()(const ParamBuffers<T>& t, int64_t i) const {
+    update(t.param[i], t.grad[i], t.first[i], t.second[i]);
+  }
+};
+
+template <class T>
+struct SGDElement {
+  SGDUpdate<T> update;
+  __device__ void operator()(const ParamBuffers<T>& t, int64_t i) const {
+    update(t.param[i], t.grad[i], t.first ? &t.first[i] : nullptr);
+  }
+};
+
+constexpr int kSumBlocks = 256;
+
+// partial[block] = sum of x[i]^2 over the block's grid-stride elements, in double.
+template <class T>
+__global__ void sum_squares_kernel(const T* x, int64_t n, double* partial) {
+  __shared__ double shared[32];
+  double sum = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
+    sum += double(x[i]) * double(x[i]);
+  }
+  sum = block_sum(sum, shared);
+  if (threadIdx.x == 0) partial[blockIdx.x] = sum;
+}
+
+}  // namespace
+
+template <class T>
+void adamw_step(const std::vector<ParamBuffers<T>>& params, const AdamWHyper& h, int device) {
+  for_each_chunk(params, AdamWElement<T>{AdamWUpdate<T>(h)}, device);
+}
+
+template <class T>
+void sgd_step(const std::vector<ParamBuffers<T>>& params, const SGDHyper& h, int device) {
+  for_each_chunk(params, SGDElement<T>{SGDUpdate<T>(h)}, device);
+}
+
+// Block partials on the device, then their sum on the host in block order.
+template <class T>
+double sum_squares(const T* x, int64_t n, int device) {
+  if (n == 0) return 0;
+  use_device(device);
+  double* partial = nullptr;
+  check_cuda(cudaMalloc(&partial, kSumBlocks * sizeof(double)), "cudaMalloc(sum_squares partials)");
+  sum_squares_kernel<T><<<kSumBlocks, kThreads>>>(x, n, partial);
+  double host[kSumBlocks];
+  const cudaError_t launch = cudaGetLastError();
+  const cudaError_t copy = cudaMemcpy(host, partial, sizeof(host), cudaMemcpyDeviceToHost);
+  cudaFree(partial);
+  check_cuda(launch, "sum_squares_kernel");
+  check_cuda(copy, "cudaMemcpy(sum_squares partials)");
+  double sum = 0;
+  for (double p : host) sum += p;
+  return sum;
+}
+
+#define INSTANTIATE(T)                                                                                  \
+  template void adamw_step<T>(const std::vector<ParamBuffers<T>>&, const AdamWHyper&, int);             \
+  template void sgd_step<T>(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int);                 \
+  template double sum_squares<T>(const T*, int64_t, int);
+INSTANTIATE(float)
+INSTANTIATE(double)
+
+}  // namespace fuselab::kernels::cuda
