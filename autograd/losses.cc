@@ -3,6 +3,7 @@
 #include "autograd/checks.h"
 #include "autograd/functional.h"
 #include "kernels/cpu/softmax.h"
+#include "kernels/cuda/cross_entropy.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -44,10 +45,10 @@ Tensor softmax(const Tensor& x) { return softmax_like("softmax", x, false); }
 Tensor log_softmax(const Tensor& x) { return softmax_like("log_softmax", x, true); }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_index) {
-  check_floating_cpu("cross_entropy", logits);
+  check_floating("cross_entropy", logits);
   check(labels.defined() && labels.dtype() == DType::Int64 && labels.device() == logits.device(),
         "cross_entropy: labels must be int64 on ", logits.device(), ", got ",
-        labels.defined() ? dtype_name(labels.dtype()) : "undefined");
+        labels.defined() ? dtype_name(labels.dtype()) : "undefined", labels.defined() ? " on " + labels.device().str() : "");
   check(logits.dim() == 2 && labels.dim() == 1 && labels.size(0) == logits.size(0),
         "cross_entropy: logits ", logits.shape(), " and labels ", labels.shape(),
         " must be [N, C] and [N]");
@@ -59,23 +60,43 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_
           " classes (logits ", logits.shape(), ")");
     ++counted;
   }
-  Tensor lse = empty({rows}, logits.dtype());
-  Tensor loss = empty({}, logits.dtype());
-  dispatch_floating(logits.dtype(), "cross_entropy", [&](auto zero) {
-    using T = decltype(zero);
-    const double total = cpu::cross_entropy_forward<T>(logits.data<T>(), labels.data<int64_t>(), lse.data<T>(),
-                                                       rows, cols, ignore_index);
-    loss.data<T>()[0] = T(counted ? total / double(counted) : 0.0);
-  });
+  const double mean_scale = 1.0 / double(counted ? counted : 1);
+  const Device device = logits.device();
+  Tensor lse = empty({rows}, logits.dtype(), device);
+  Tensor loss = empty({}, logits.dtype(), device);
+  dispatch_floating_on_device(
+      "cross_entropy", logits,
+      [&](auto zero) {
+        using T = decltype(zero);
+        const double total = cpu::cross_entropy_forward<T>(logits.data<T>(), labels.data<int64_t>(), lse.data<T>(),
+                                                           rows, cols, ignore_index);
+        loss.data<T>()[0] = T(total * mean_scale);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        Tensor row_loss = empty({rows, 1}, logits.dtype(), device);
+        kernels::cuda::cross_entropy_forward<T>(logits.cuda_data<T>(), labels.cuda_data<int64_t>(),
+                                                lse.cuda_data<T>(), row_loss.cuda_data<T>(), rows, cols, ignore_index,
+                                                device.index);
+        loss = math::scaled(math::sum_to(row_loss, math::Broadcast::Scalar, {}), mean_scale);
+      });
   return record("cross_entropy", {logits, labels}, loss,
-                [logits, labels, lse, counted, ignore_index, rows, cols](const auto& grads, const auto&) {
+                [logits, labels, lse, mean_scale, ignore_index, rows, cols](const auto& grads, const auto&) {
                   Tensor dx = empty_like(logits);
-                  dispatch_floating(logits.dtype(), "cross_entropy", [&](auto zero) {
-                    using T = decltype(zero);
-                    const T g = T(grads[0].item() / double(counted ? counted : 1));
-                    cpu::cross_entropy_backward<T>(logits.data<T>(), labels.data<int64_t>(), lse.data<T>(), g,
-                                                   dx.data<T>(), rows, cols, ignore_index);
-                  });
+                  const double g = grads[0].item() * mean_scale;
+                  dispatch_floating_on_device(
+                      "cross_entropy backward", logits,
+                      [&](auto zero) {
+                        using T = decltype(zero);
+                        cpu::cross_entropy_backward<T>(logits.data<T>(), labels.data<int64_t>(), lse.data<T>(), T(g),
+                                                       dx.data<T>(), rows, cols, ignore_index);
+                      },
+                      [&](auto zero) {
+                        using T = decltype(zero);
+                        kernels::cuda::cross_entropy_backward<T>(logits.cuda_data<T>(), labels.cuda_data<int64_t>(),
+                                                                 lse.cuda_data<T>(), T(g), dx.cuda_data<T>(), rows,
+                                                                 cols, ignore_index, logits.device().index);
+                      });
                   return std::vector<Tensor>{dx, Tensor()};
                 });
 }

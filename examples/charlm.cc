@@ -129,14 +129,15 @@ Sequential build_model(const Config& c, Generator& gen) {
   return model;
 }
 
-double evaluate(Sequential& model, const Examples& data) {
+double evaluate(Sequential& model, const Examples& data, Device device) {
   NoGradGuard no_grad;
   model.eval();
   const int64_t n = data.targets.size(0), chunk = 4096;
   double total = 0;
   for (int64_t start = 0; start < n; start += chunk) {
     const int64_t end = std::min(n, start + chunk);
-    const Tensor loss = cross_entropy(model(data.contexts.slice(start, end)), data.targets.slice(start, end));
+    const Tensor loss = cross_entropy(model(data.contexts.slice(start, end).to(device)),
+                                      data.targets.slice(start, end).to(device));
     total += loss.item() * double(end - start);
   }
   model.train();
@@ -155,12 +156,13 @@ double unigram_loss(const Examples& train, const Examples& val) {
   return loss / double(targets.size());
 }
 
-std::string sample_word(Sequential& model, int64_t context, Generator& gen) {
+std::string sample_word(Sequential& model, int64_t context, Generator& gen, Device device) {
   NoGradGuard no_grad;
   std::vector<int64_t> window(size_t(context), 0);
   std::string word;
   while (word.size() < 30) {
-    const auto probs = softmax(model(from_vector<int64_t>(window, {1, context}))).to_vector<float>();
+    const Tensor logits = model(from_vector<int64_t>(window, {1, context}).to(device)).to(Device::cpu());
+    const auto probs = softmax(logits).to_vector<float>();
     double u = gen.uniform(), acc = 0;
     int64_t next = kVocab - 1;
     for (int64_t i = 0; i < kVocab; ++i) {
@@ -188,10 +190,9 @@ void print_progress(int64_t step, int64_t total, double loss, double tokens_per_
 
 int run(const Config& c, Communicator& comm) {
   check(c.device == "cpu" || c.device == "cuda", "charlm: --device must be cpu or cuda, got ", c.device);
-  if (c.device == "cuda") {
-    check(kernels::cuda::device_count() > 0, "charlm: --device cuda, but this machine has no CUDA device");
-    fail("charlm: the CUDA backend does not run the model's ops yet (issue 6); use --device cpu");
-  }
+  check(c.device == "cpu" || kernels::cuda::device_count() > 0, "charlm: --device cuda, but this machine has no CUDA device");
+  check(c.device == "cpu" || !c.data_parallel, "charlm: --data-parallel runs on CPU ranks (MPI); use --device cpu");
+  const Device device = c.device == "cpu" ? Device::cpu() : Device::cuda(0);
   check(c.batch % comm.size() == 0, "charlm: --batch=", c.batch, " does not split evenly over ", comm.size(), " ranks");
   const bool leader = comm.rank() == 0;  // prints, logs and writes checkpoints
   const std::vector<std::string> words = read_words(c.data, c.seed);
@@ -201,6 +202,7 @@ int run(const Config& c, Communicator& comm) {
 
   Generator gen(c.seed);
   Sequential model = build_model(c, gen);
+  model.to(device);
   AdamW optimizer(model.parameters(), {c.lr, 0.9, 0.99, 1e-8, 0.01});
   DataParallel parallel(model.parameters(), comm);  // one rank: plain backward
   BatchLoader loader(train.targets.size(0), c.batch, c.seed + 1);  // the same batches on every rank
@@ -232,7 +234,8 @@ int run(const Config& c, Communicator& comm) {
     const std::vector<int64_t> rows = shard(loader.next(), comm.rank(), comm.size());
     optimizer.set_lr(cosine_with_warmup(step, c.steps / 20, c.steps, c.lr, c.lr / 10));
     optimizer.zero_grad();
-    const Tensor loss = cross_entropy(model(take_rows(train.contexts, rows)), take_rows(train.targets, rows));
+    const Tensor loss =
+        cross_entropy(model(take_rows(train.contexts, rows).to(device)), take_rows(train.targets, rows).to(device));
     parallel.backward(loss);  // grads averaged over the ranks
     clip_grad_norm(model.parameters(), 1.0);
     optimizer.step();
@@ -260,11 +263,11 @@ int run(const Config& c, Communicator& comm) {
     return 0;
   }
 
-  const double val_loss = evaluate(model, val), baseline = unigram_loss(train, val);
+  const double val_loss = evaluate(model, val, device), baseline = unigram_loss(train, val);
   std::printf("validation loss %.4f (unigram baseline %.4f) after %lld steps\nsampled words:", val_loss, baseline,
               (long long)c.steps);
   Generator sampler(c.seed + 2);
-  for (int i = 0; i < 10; ++i) std::printf(" %s", sample_word(model, c.context, sampler).c_str());
+  for (int i = 0; i < 10; ++i) std::printf(" %s", sample_word(model, c.context, sampler, device).c_str());
   std::printf("\n");
   if (!c.json.empty()) {
     std::ofstream json(c.json);

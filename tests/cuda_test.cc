@@ -13,6 +13,7 @@
 #include "kernels/cuda/device_api.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
+#include "ops/basic/embedding.h"
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
@@ -217,6 +218,40 @@ TEST_F(Cuda, AllocatorReusesBlocksAcrossSteps) {
   EXPECT_GT(after.peak_bytes_in_use, 0u);
 }
 
+TEST_F(Cuda, CrossEntropyMatchesCpu) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const auto& [rows, cols] : {std::pair{1, 1}, std::pair{37, 29}, std::pair{300, 1000}}) {
+      Generator gen(6);
+      std::vector<int64_t> labels(static_cast<size_t>(rows));
+      for (int64_t& label : labels) label = gen.next_u64() % 5 == 0 ? -100 : int64_t(gen.next_u64() % cols);
+      const Tensor ids = from_vector<int64_t>(labels, {rows});
+      expect_gpu_matches_cpu({math::scaled(random({rows, cols}, dtype, 7), 3)},
+                             [&](const auto& x) { return cross_entropy(x[0], ids.to(x[0].device())); },
+                             "cross_entropy " + std::to_string(rows) + "x" + std::to_string(cols));
+    }
+  }
+}
+
+// Repeated ids: the table grad sums their rows.
+TEST_F(Cuda, EmbeddingMatchesCpu) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Generator gen(8);
+    std::vector<int64_t> values(300 * 8);
+    for (int64_t& id : values) id = int64_t(gen.next_u64() % 27);
+    const Tensor ids = from_vector<int64_t>(values, {300, 8});
+    expect_gpu_matches_cpu(
+        {random({27, 300}, dtype, 9)},
+        [&](const auto& in) {
+          Sequential model;
+          auto embedding = std::make_shared<Embedding>(27, 300);
+          embedding->parameter(0) = in[0];  // the table under test
+          model.append(embedding);
+          return model(ids.to(in[0].device()));
+        },
+        "Embedding");
+  }
+}
+
 // Linear+Bias+GELU, Linear+Bias, residual add (AddExtraInput), RMSNorm: a Sequential moved to the GPU matches the same
 // Sequential on the CPU, output and parameter grads (fused on the CPU, unfused basic ops on CUDA).
 TEST_F(Cuda, SequentialMlpBlockMatchesCpu) {
@@ -284,6 +319,8 @@ TEST_F(Cuda, OpsWithCpuOnlyKernelsRefuseGpuInputs) {
 TEST_F(Cuda, MixingDevicesIsAClearError) {
   testing::expect_error([] { add(zeros({2}), zeros({2}).to(kGpu)); }, {"add", "cpu", "cuda:0"});
   testing::expect_error([] { matmul(zeros({2, 2}), zeros({2, 2}).to(kGpu)); }, {"matmul", "cpu", "cuda:0"});
+  testing::expect_error([] { cross_entropy(zeros({2, 3}).to(kGpu), zeros({2}, DType::Int64)); },
+                        {"cross_entropy", "int64", "cpu", "cuda:0"});
 }
 
 TEST_F(Cuda, OpsWithoutACudaKernelSaySo) {

@@ -5,9 +5,9 @@
 #   bash .gpu/gpu_check.sh run LOGDIR    # on the GPU machine, from the repository root
 #
 # `run` checks that every library resolves, runs the GPU tests (cuda_test; the small cases again
-# under compute-sanitizer memcheck; nccl_test with one rank), then //tools:bench on CUDA for the
-# MLP block and the norm block at sizes that fill the chip, and PyTorch eager on the same shapes
-# when torch is installed. Logs go to LOGDIR; a table is printed last. Exit status: 0 when every
+# under compute-sanitizer memcheck; nccl_test with one rank), trains charlm on the GPU for 3000
+# steps, then runs //tools:bench on CUDA for the MLP block and the norm block at sizes that fill
+# the chip, and PyTorch eager on the same shapes when torch is installed. Logs go to LOGDIR; a table is printed last. Exit status: 0 when every
 # test passed.
 set -uo pipefail
 mode="${1:-}"
@@ -15,17 +15,17 @@ mode="${1:-}"
 pack() {
   set -e
   cd "$(dirname "$0")/.."
-  local targets=(//tests:cuda_test //tests/distributed:nccl_test //tools:bench)
+  local targets=(//tests:cuda_test //tests/distributed:nccl_test //tools:bench //examples:charlm)
   bazel build "${targets[@]}"
   rm -rf .gpu && mkdir -p .gpu/lib
   # The binaries find Bazel's shared libraries at $ORIGIN/../_solib_k8: keep bazel-bin's layout.
-  for binary in tests/cuda_test tests/distributed/nccl_test tools/bench; do
+  for binary in tests/cuda_test tests/distributed/nccl_test tools/bench examples/charlm; do
     mkdir -p ".gpu/$(dirname "$binary")" && cp "bazel-bin/$binary" ".gpu/$binary"
   done
   cp -rL bazel-bin/_solib_k8 .gpu/
   # System libraries the GPU machine may lack (not CUDA's: it has those), and the OpenMP OpenBLAS
   # that kernels/cpu dlopen()s.
-  ldd .gpu/tests/cuda_test .gpu/tests/distributed/nccl_test .gpu/tools/bench |
+  ldd .gpu/tests/cuda_test .gpu/tests/distributed/nccl_test .gpu/tools/bench .gpu/examples/charlm |
     awk '$3 ~ /^\// && $3 !~ /_solib|cuda|libc\.so|libm\.so|ld-linux|libpthread|libdl\.so|librt\.so|libstdc|libgcc_s/ { print $3 }' |
     sort -u | xargs -I{} cp -L {} .gpu/lib/
   local openblas=/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0
@@ -33,6 +33,7 @@ pack() {
   ldd "$openblas" | awk '$3 ~ /gfortran|quadmath/ { print $3 }' | xargs -I{} cp -L {} .gpu/lib/
   cp -L /lib/x86_64-linux-gnu/libstdc++.so.6 .gpu/lib/  # newer than some machines' own
   cp tools/gpu_check.sh bench/peers/pytorch_bench.py .gpu/
+  cp /usr/share/dict/words .gpu/words  # charlm's data
   grep -qx '.gpu/' .git/info/exclude 2>/dev/null || echo '.gpu/' >>.git/info/exclude
   du -sh .gpu
   echo "packed: run 'bash .gpu/gpu_check.sh run LOGDIR' on the GPU machine (device tool: carry .gpu)"
@@ -58,7 +59,8 @@ run() {
   export PATH="$PATH:/usr/local/cuda/bin"  # compute-sanitizer
   local status=0 rows=()
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$logs/device.txt" 2>&1
-  if ldd "$gpu/tests/cuda_test" "$gpu/tests/distributed/nccl_test" "$gpu/tools/bench" | grep "not found" >"$logs/ldd_missing.txt"; then
+  if ldd "$gpu"/tests/cuda_test "$gpu"/tests/distributed/nccl_test "$gpu"/tools/bench "$gpu"/examples/charlm |
+    grep "not found" >"$logs/ldd_missing.txt"; then
     cat "$logs/ldd_missing.txt"
     status=1
   fi
@@ -80,7 +82,7 @@ run() {
   check cuda_test "$gpu/tests/cuda_test"
   if command -v compute-sanitizer >/dev/null; then
     check cuda_test_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$gpu/tests/cuda_test" \
-      --gtest_filter='Cuda.RoundTrip*:Cuda.Activations*:Cuda.Matmul*:Cuda.RMSNorm*:Cuda.Sequential*'
+      --gtest_filter='Cuda.RoundTrip*:Cuda.Activations*:Cuda.Matmul*:Cuda.RMSNorm*:Cuda.Sequential*:Cuda.CrossEntropy*:Cuda.Embedding*'
   else
     rows+=("cuda_test_memcheck           SKIPPED: no compute-sanitizer on PATH")
   fi
@@ -89,6 +91,9 @@ run() {
   else
     check nccl_test "$gpu/tests/distributed/nccl_test"  # MPI as a singleton
   fi
+
+  # The main job on the GPU: the same run as on the CPU, so the losses can be compared.
+  check charlm_cuda "$gpu/examples/charlm" --device cuda --data "$gpu/words" --steps 3000 --json "$logs/charlm_cuda.json"
 
   local benches=("mlp_block 16384 1024" "mlp_block 4096 1024" "norm_block 16384 4096")
   for b in "${benches[@]}"; do
@@ -104,6 +109,7 @@ run() {
   echo
   echo "device: $(cat "$logs/device.txt")"
   printf '%s\n' "${rows[@]}"
+  [ -f "$logs/charlm_cuda.json" ] && echo "charlm --device cuda, 3000 steps: $(cat "$logs/charlm_cuda.json")"
   echo
   printf '%-11s %6s %6s | %14s %14s %8s | %14s\n' model tokens hidden "fused fwd+bwd" "unfused" speedup "torch eager"
   for b in "${benches[@]}"; do

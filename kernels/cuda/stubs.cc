@@ -4,8 +4,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/device_api.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/optimizer_steps.h"
@@ -57,6 +59,20 @@ template <class T>
 void sgd_step(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int) { unavailable("multi_tensor_kernel"); }
 template <class T>
 double sum_squares(const T*, int64_t, int) { unavailable("sum_squares_kernel"); }
+template <class T>
+void cross_entropy_forward(const T*, const int64_t*, T*, T*, int64_t, int64_t, int64_t, int) {
+  unavailable("cross_entropy_forward_kernel");
+}
+template <class T>
+void cross_entropy_backward(const T*, const int64_t*, const T*, T, T*, int64_t, int64_t, int64_t, int) {
+  unavailable("cross_entropy_backward_kernel");
+}
+template <class T>
+void embedding_forward(const T*, const int64_t*, T*, int64_t, int64_t, int) { unavailable("embedding_forward_kernel"); }
+template <class T>
+void embedding_backward(const T*, const int64_t*, T*, int64_t, int64_t, int64_t, int) {
+  unavailable("embedding_backward_kernel");
+}
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 
@@ -74,7 +90,12 @@ bool allow_tf32() { return false; }
                                     int64_t, int);                                                          \
   template void adamw_step<T>(const std::vector<ParamBuffers<T>>&, const AdamWHyper&, int);                 \
   template void sgd_step<T>(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int);                     \
-  template double sum_squares<T>(const T*, int64_t, int);
+  template double sum_squares<T>(const T*, int64_t, int);                                                   \
+  template void cross_entropy_forward<T>(const T*, const int64_t*, T*, T*, int64_t, int64_t, int64_t, int);  \
+  template void cross_entropy_backward<T>(const T*, const int64_t*, const T*, T, T*, int64_t, int64_t, int64_t, \
+                                          int);                                                             \
+  template void embedding_forward<T>(const T*, const int64_t*, T*, int64_t, int64_t, int);                  \
+  template void embedding_backward<T>(const T*, const int64_t*, T*, int64_t, int64_t, int64_t, int);
 INSTANTIATE(float)
 INSTANTIATE(double)
 

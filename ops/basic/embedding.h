@@ -13,6 +13,7 @@ struct EmbeddingSaved {
 
 class Embedding : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }
   // table ~ N(0, 1), as PyTorch's default.
   Embedding(int64_t vocab, int64_t dim, Generator* gen = nullptr);
   Tensor& table() { return parameter(0); }

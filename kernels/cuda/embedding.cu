@@ -1,0 +1,54 @@
+#include "kernels/cuda/embedding.h"
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace fuselab::kernels::cuda {
+namespace {
+
+template <class T>
+__global__ void embedding_forward_kernel(const T* table, const int64_t* ids, T* out, int64_t n, int64_t dim) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
+    out[i] = table[ids[i / dim] * dim + i % dim];
+  }
+}
+
+// Block v sums the rows of dout whose id is v, in the order of the ids.
+template <class T>
+__global__ void embedding_backward_kernel(const T* dout, const int64_t* ids, T* dtable, int64_t count, int64_t dim) {
+  const int64_t v = blockIdx.x;
+  for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) {
+    T sum = T(0);
+    for (int64_t i = 0; i < count; ++i) {
+      if (ids[i] == v) sum += dout[i * dim + c];
+    }
+    dtable[v * dim + c] = sum;
+  }
+}
+
+}  // namespace
+
+template <class T>
+void embedding_forward(const T* table, const int64_t* ids, T* out, int64_t count, int64_t dim, int device) {
+  if (count * dim == 0) return;
+  use_device(device);
+  embedding_forward_kernel<T><<<blocks_for(count * dim), kThreads>>>(table, ids, out, count * dim, dim);
+  check_launch("embedding_forward_kernel");
+}
+
+template <class T>
+void embedding_backward(const T* dout, const int64_t* ids, T* dtable, int64_t count, int64_t vocab, int64_t dim,
+                        int device) {
+  if (vocab * dim == 0) return;
+  use_device(device);
+  embedding_backward_kernel<T><<<unsigned(vocab), dim < kThreads ? 32 * int((dim + 31) / 32) : kThreads>>>(
+      dout, ids, dtable, count, dim);
+  check_launch("embedding_backward_kernel");
+}
+
+#define INSTANTIATE(T)                                                                                  \
+  template void embedding_forward<T>(const T*, const int64_t*, T*, int64_t, int64_t, int);              \
+  template void embedding_backward<T>(const T*, const int64_t*, T*, int64_t, int64_t, int64_t, int);
+INSTANTIATE(float)
+INSTANTIATE(double)
+
+}  // namespace fuselab::kernels::cuda
