@@ -17,10 +17,7 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : Optimizer(std::
 void AdamW::step() {
   const AdamWOptions& o = options_;
   const kernels::AdamWHyper hyper{lr_, o.beta1, o.beta2, o.eps, o.weight_decay, steps_ + 1};
-  std::vector<size_t> stepped;  // the parameters with a grad
-  for (size_t k = 0; k < params_.size(); ++k) {
-    if (params_[k].grad().defined()) stepped.push_back(k);
-  }
+  const std::vector<size_t> stepped = params_with_grad();
   if (!stepped.empty()) {
     dispatch_floating_on_device(
         "AdamW", params_[stepped[0]],

@@ -25,6 +25,14 @@ Tensor& Optimizer::buffer(size_t name_index, size_t param_index) {
   return b;
 }
 
+std::vector<size_t> Optimizer::params_with_grad() const {
+  std::vector<size_t> indices;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    if (params_[k].grad().defined()) indices.push_back(k);
+  }
+  return indices;
+}
+
 NamedTensors Optimizer::state() const {
   NamedTensors state{{"step", from_vector<int64_t>({steps_}, {1})}};
   const auto names = buffer_names();

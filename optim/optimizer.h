@@ -34,6 +34,8 @@ class Optimizer {
   // Buffers per parameter, e.g. {"exp_avg", "exp_avg_sq"}; created zeroed on first use.
   virtual std::vector<std::string> buffer_names() const = 0;
   Tensor& buffer(size_t name_index, size_t param_index);
+  // Indices of the parameters that have a grad: the ones a step updates.
+  std::vector<size_t> params_with_grad() const;
 
   std::vector<Tensor> params_;
   double lr_ = 0;

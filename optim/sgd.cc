@@ -17,10 +17,7 @@ void SGD::step() {
   const SGDOptions& o = options_;
   const kernels::SGDHyper hyper{lr_, o.momentum, o.weight_decay, o.nesterov};
   const bool momentum = o.momentum > 0;
-  std::vector<size_t> stepped;  // the parameters with a grad
-  for (size_t k = 0; k < params_.size(); ++k) {
-    if (params_[k].grad().defined()) stepped.push_back(k);
-  }
+  const std::vector<size_t> stepped = params_with_grad();
   if (!stepped.empty()) {
     dispatch_floating_on_device(
         "SGD", params_[stepped[0]],

@@ -60,10 +60,7 @@ void cross_entropy_backward(const T* x, const int64_t* labels, const T* lse, T g
   check_launch("cross_entropy_backward_kernel");
 }
 
-#define INSTANTIATE(T)                                                                                             \
-  template void cross_entropy_forward<T>(const T*, const int64_t*, T*, T*, int64_t, int64_t, int64_t, int);        \
-  template void cross_entropy_backward<T>(const T*, const int64_t*, const T*, T, T*, int64_t, int64_t, int64_t, int);
-INSTANTIATE(float)
-INSTANTIATE(double)
+FUSELAB_CUDA_CROSS_ENTROPY_INSTANTIATE(float)
+FUSELAB_CUDA_CROSS_ENTROPY_INSTANTIATE(double)
 
 }  // namespace fuselab::kernels::cuda

@@ -20,4 +20,10 @@ template <class T>
 void cross_entropy_backward(const T* x, const int64_t* labels, const T* lse, T grad_scale, T* dx, int64_t rows,
                             int64_t cols, int64_t ignore_index, int device);
 
+// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
+#define FUSELAB_CUDA_CROSS_ENTROPY_INSTANTIATE(T) \
+  template void cross_entropy_forward<T>(const T*, const int64_t*, T*, T*, int64_t, int64_t, int64_t, int);  \
+  template void cross_entropy_backward<T>(const T*, const int64_t*, const T*, T, T*, int64_t, int64_t, int64_t, \
+                                          int);
+
 }  // namespace fuselab::kernels::cuda

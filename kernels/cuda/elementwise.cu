@@ -104,14 +104,7 @@ void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, T* scratch, int de
   column_sums(Elements<T>{x, cols}, rows, cols, out, scratch);
 }
 
-#define INSTANTIATE(T)                                                                                      \
-  template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast, int);             \
-  template void scale<T>(const T*, T, T*, int64_t, int);                                                    \
-  template void axpy<T>(T, const T*, T*, int64_t, int);                                                     \
-  template void activation_forward<T>(Activation, const T*, T*, int64_t, int);                              \
-  template void activation_backward<T>(Activation, const T*, const T*, T*, int64_t, int);                   \
-  template void sum_rows<T>(const T*, int64_t, int64_t, T*, T*, int);
-INSTANTIATE(float)
-INSTANTIATE(double)
+FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(float)
+FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(double)
 
 }  // namespace fuselab::kernels::cuda

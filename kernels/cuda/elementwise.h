@@ -37,4 +37,13 @@ int64_t sum_rows_scratch(int64_t rows, int64_t cols);
 template <class T>
 void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, T* scratch, int device);
 
+// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
+#define FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(T) \
+  template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast, int);             \
+  template void scale<T>(const T*, T, T*, int64_t, int);                                                    \
+  template void axpy<T>(T, const T*, T*, int64_t, int);                                                     \
+  template void activation_forward<T>(Activation, const T*, T*, int64_t, int);                              \
+  template void activation_backward<T>(Activation, const T*, const T*, T*, int64_t, int);                   \
+  template void sum_rows<T>(const T*, int64_t, int64_t, T*, T*, int);
+
 }  // namespace fuselab::kernels::cuda

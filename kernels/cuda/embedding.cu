@@ -45,10 +45,7 @@ void embedding_backward(const T* dout, const int64_t* ids, T* dtable, int64_t co
   check_launch("embedding_backward_kernel");
 }
 
-#define INSTANTIATE(T)                                                                                  \
-  template void embedding_forward<T>(const T*, const int64_t*, T*, int64_t, int64_t, int);              \
-  template void embedding_backward<T>(const T*, const int64_t*, T*, int64_t, int64_t, int64_t, int);
-INSTANTIATE(float)
-INSTANTIATE(double)
+FUSELAB_CUDA_EMBEDDING_INSTANTIATE(float)
+FUSELAB_CUDA_EMBEDDING_INSTANTIATE(double)
 
 }  // namespace fuselab::kernels::cuda

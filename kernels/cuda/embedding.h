@@ -19,4 +19,9 @@ template <class T>
 void embedding_backward(const T* dout, const int64_t* ids, T* dtable, int64_t count, int64_t vocab, int64_t dim,
                         int device);
 
+// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
+#define FUSELAB_CUDA_EMBEDDING_INSTANTIATE(T) \
+  template void embedding_forward<T>(const T*, const int64_t*, T*, int64_t, int64_t, int);                  \
+  template void embedding_backward<T>(const T*, const int64_t*, T*, int64_t, int64_t, int64_t, int);
+
 }  // namespace fuselab::kernels::cuda

@@ -106,9 +106,7 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T
                "cublasLtMatmul");
 }
 
-template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t, const float*, int64_t,
-                          float, float*, int64_t, int);
-template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
-                           int64_t, double, double*, int64_t, int);
+FUSELAB_CUDA_GEMM_INSTANTIATE(float)
+FUSELAB_CUDA_GEMM_INSTANTIATE(double)
 
 }  // namespace fuselab::kernels::cuda

@@ -19,4 +19,9 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
+// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
+#define FUSELAB_CUDA_GEMM_INSTANTIATE(T) \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*, \
+                        int64_t, int);
+
 }  // namespace fuselab::kernels::cuda

@@ -75,11 +75,7 @@ void rmsnorm_backward(const T* x, const T* w, const T* rstd, const T* dy, const 
   if (dw != nullptr) column_sums(WeightGradTerms<T>{x, rstd, dy, cols}, rows, cols, dw, scratch);
 }
 
-#define INSTANTIATE(T)                                                                                          \
-  template void rmsnorm_forward<T>(const T*, const T*, T*, T*, int64_t, int64_t, T, int);                       \
-  template void rmsnorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, \
-                                    int);
-INSTANTIATE(float)
-INSTANTIATE(double)
+FUSELAB_CUDA_NORMS_INSTANTIATE(float)
+FUSELAB_CUDA_NORMS_INSTANTIATE(double)
 
 }  // namespace fuselab::kernels::cuda

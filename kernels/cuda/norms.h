@@ -21,4 +21,10 @@ template <class T>
 void rmsnorm_backward(const T* x, const T* w, const T* rstd, const T* dy, const T* residual_grad, T* dx, T* dw,
                       T* scratch, int64_t rows, int64_t cols, int device);
 
+// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
+#define FUSELAB_CUDA_NORMS_INSTANTIATE(T) \
+  template void rmsnorm_forward<T>(const T*, const T*, T*, T*, int64_t, int64_t, T, int);                   \
+  template void rmsnorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t,  \
+                                    int64_t, int);
+
 }  // namespace fuselab::kernels::cuda

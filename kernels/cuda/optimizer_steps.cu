@@ -118,11 +118,7 @@ double sum_squares(const T* x, int64_t n, int device) {
   return sum;
 }
 
-#define INSTANTIATE(T)                                                                                  \
-  template void adamw_step<T>(const std::vector<ParamBuffers<T>>&, const AdamWHyper&, int);             \
-  template void sgd_step<T>(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int);                 \
-  template double sum_squares<T>(const T*, int64_t, int);
-INSTANTIATE(float)
-INSTANTIATE(double)
+FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(float)
+FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(double)
 
 }  // namespace fuselab::kernels::cuda

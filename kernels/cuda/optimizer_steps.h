@@ -32,4 +32,10 @@ void sgd_step(const std::vector<ParamBuffers<T>>& params, const SGDHyper& h, int
 template <class T>
 double sum_squares(const T* x, int64_t n, int device);
 
+// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
+#define FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(T) \
+  template void adamw_step<T>(const std::vector<ParamBuffers<T>>&, const AdamWHyper&, int);                 \
+  template void sgd_step<T>(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int);                     \
+  template double sum_squares<T>(const T*, int64_t, int);
+
 }  // namespace fuselab::kernels::cuda

@@ -76,26 +76,13 @@ void embedding_backward(const T*, const int64_t*, T*, int64_t, int64_t, int64_t,
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 
-#define INSTANTIATE(T)                                                                                      \
-  template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast, int);             \
-  template void scale<T>(const T*, T, T*, int64_t, int);                                                    \
-  template void axpy<T>(T, const T*, T*, int64_t, int);                                                     \
-  template void activation_forward<T>(Activation, const T*, T*, int64_t, int);                              \
-  template void activation_backward<T>(Activation, const T*, const T*, T*, int64_t, int);                   \
-  template void sum_rows<T>(const T*, int64_t, int64_t, T*, T*, int);                                       \
-  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*, \
-                        int64_t, int);                                                                      \
-  template void rmsnorm_forward<T>(const T*, const T*, T*, T*, int64_t, int64_t, T, int);                   \
-  template void rmsnorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t,  \
-                                    int64_t, int);                                                          \
-  template void adamw_step<T>(const std::vector<ParamBuffers<T>>&, const AdamWHyper&, int);                 \
-  template void sgd_step<T>(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int);                     \
-  template double sum_squares<T>(const T*, int64_t, int);                                                   \
-  template void cross_entropy_forward<T>(const T*, const int64_t*, T*, T*, int64_t, int64_t, int64_t, int);  \
-  template void cross_entropy_backward<T>(const T*, const int64_t*, const T*, T, T*, int64_t, int64_t, int64_t, \
-                                          int);                                                             \
-  template void embedding_forward<T>(const T*, const int64_t*, T*, int64_t, int64_t, int);                  \
-  template void embedding_backward<T>(const T*, const int64_t*, T*, int64_t, int64_t, int64_t, int);
+#define INSTANTIATE(T)                   \
+  FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(T)     \
+  FUSELAB_CUDA_GEMM_INSTANTIATE(T)            \
+  FUSELAB_CUDA_NORMS_INSTANTIATE(T)           \
+  FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(T) \
+  FUSELAB_CUDA_CROSS_ENTROPY_INSTANTIATE(T)   \
+  FUSELAB_CUDA_EMBEDDING_INSTANTIATE(T)
 INSTANTIATE(float)
 INSTANTIATE(double)
 
