@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "kernels/activation_math.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/isa.h"
 
 namespace fuselab::kernels {
 namespace {
@@ -31,6 +34,31 @@ TEST(ActivationMath, FloatActivationsMatchDouble) {
     EXPECT_NEAR(GELUMath::grad(x), GELUMath::grad(double(x)), 5e-6);
     EXPECT_NEAR(SiLUMath::forward(x), SiLUMath::forward(double(x)), 2e-6 * (1 + std::abs(x)));
     EXPECT_NEAR(SiLUMath::grad(x), SiLUMath::grad(double(x)), 5e-6);
+  }
+}
+
+// The AVX-512 copies of the activation loops (isa.h) against the baseline copies: the same math,
+// so the same values up to rounding (FMA contraction). On a CPU without AVX-512 both runs take the
+// baseline copy and the test cannot fail.
+TEST(ActivationMath, Avx512AndBaselineLoopsAgree) {
+  std::vector<float> x(10007), dy(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = -8.0f + 16.0f * float(i) / float(x.size());
+    dy[i] = 1.0f + float(i % 7);
+  }
+  for (Activation act : {Activation::ReLU, Activation::GELU, Activation::SiLU}) {
+    std::vector<std::vector<float>> y(2, std::vector<float>(x.size())), dx = y;
+    for (int avx512 : {0, 1}) {
+      cpu::set_avx512_enabled(avx512 == 1);
+      cpu::activation_forward<float>(act, x.data(), y[avx512].data(), int64_t(x.size()));
+      cpu::activation_backward<float>(act, x.data(), dy.data(), dx[avx512].data(), int64_t(x.size()));
+    }
+    cpu::set_avx512_enabled(true);
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_NEAR(y[1][i], y[0][i], 2e-6f * (1 + std::abs(y[0][i]))) << activation_name(act) << " at " << x[i];
+      // act'(x) itself is good to 5e-6 in float (FloatActivationsMatchDouble); dx scales it by dy.
+      ASSERT_NEAR(dx[1][i], dx[0][i], 5e-6f * dy[i]) << activation_name(act) << " at " << x[i];
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "kernels/cpu/activation_spans.h"
 #include "kernels/cpu/partial_sums.h"
 #include "kernels/cpu/threading.h"
 
@@ -12,18 +13,7 @@ void bias_activation_forward(Activation act, const T* bias, T* y, T* pre, int64_
   with_activation(act, [&](auto math) {
 #pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
     for (int64_t r = 0; r < rows; ++r) {
-      T* yr = y + r * cols;
-      if (pre) {
-        T* prer = pre + r * cols;
-#pragma omp simd
-        for (int64_t c = 0; c < cols; ++c) {
-          prer[c] = yr[c] + bias[c];
-          yr[c] = math.forward(prer[c]);
-        }
-      } else {
-#pragma omp simd
-        for (int64_t c = 0; c < cols; ++c) yr[c] = math.forward(yr[c] + bias[c]);
-      }
+      bias_activation_span<T, decltype(math)>(bias, y + r * cols, pre ? pre + r * cols : nullptr, cols);
     }
   });
 }
@@ -49,8 +39,7 @@ void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre
                                const T* prer = pre + r * cols;
                                const T* dyr = dy + r * cols;
                                T* dprer = dpre + r * cols;
-#pragma omp simd
-                               for (int64_t c = 0; c < cols; ++c) dprer[c] = dyr[c] * math.grad(prer[c]);
+                               activation_grad_span<T, decltype(math)>(prer, dyr, dprer, cols);
                                if (dbias) {
 #pragma omp simd
                                  for (int64_t c = 0; c < cols; ++c) partial[c] += dprer[c];

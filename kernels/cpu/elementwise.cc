@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/activation_spans.h"
 #include "kernels/cpu/partial_sums.h"
 #include "kernels/cpu/threading.h"
 
@@ -101,16 +102,18 @@ void sum_cols(const T* x, int64_t rows, int64_t cols, T* out) {
 template <class T>
 void activation_forward(Activation act, const T* x, T* y, int64_t n) {
   with_activation(act, [&](auto math) {
-#pragma omp parallel for simd if (parallel : n > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) y[i] = math.forward(x[i]);
+    parallel_spans(n, [&](int64_t begin, int64_t end) {
+      activation_span<T, decltype(math)>(x + begin, y + begin, end - begin);
+    });
   });
 }
 
 template <class T>
 void activation_backward(Activation act, const T* x, const T* dy, T* dx, int64_t n) {
   with_activation(act, [&](auto math) {
-#pragma omp parallel for simd if (parallel : n > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * math.grad(x[i]);
+    parallel_spans(n, [&](int64_t begin, int64_t end) {
+      activation_grad_span<T, decltype(math)>(x + begin, dy + begin, dx + begin, end - begin);
+    });
   });
 }
 

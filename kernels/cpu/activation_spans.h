@@ -1,0 +1,46 @@
+// The activation loops in two instruction sets (see isa.h), and the calls that pick one per span.
+// The loops are the same source (activation_spans.inc), compiled for baseline x86-64 in
+// namespace `baseline` and for AVX-512 in namespace `avx512`; the per-element math is
+// kernels/activation_math.h's in both.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/activation_math.h"
+#include "kernels/cpu/isa.h"
+
+namespace fuselab::kernels::cpu {
+
+#define FUSELAB_SPANS_NAMESPACE baseline
+#define FUSELAB_SPANS_TARGET
+#include "kernels/cpu/activation_spans.inc"
+#undef FUSELAB_SPANS_NAMESPACE
+#undef FUSELAB_SPANS_TARGET
+
+#define FUSELAB_SPANS_NAMESPACE avx512
+#define FUSELAB_SPANS_TARGET FUSELAB_TARGET_AVX512
+#include "kernels/cpu/activation_spans.inc"
+#undef FUSELAB_SPANS_NAMESPACE
+#undef FUSELAB_SPANS_TARGET
+
+// y = act(x) over a span, in the best instruction set this CPU has.
+template <class T, class Math>
+void activation_span(const T* x, T* y, int64_t n) {
+  use_avx512() ? avx512::activation_span<T, Math>(x, y, n) : baseline::activation_span<T, Math>(x, y, n);
+}
+
+// dx = dy * act'(x)
+template <class T, class Math>
+void activation_grad_span(const T* x, const T* dy, T* dx, int64_t n) {
+  use_avx512() ? avx512::activation_grad_span<T, Math>(x, dy, dx, n)
+               : baseline::activation_grad_span<T, Math>(x, dy, dx, n);
+}
+
+// pre = y + bias; y = act(pre)
+template <class T, class Math>
+void bias_activation_span(const T* bias, T* y, T* pre, int64_t n) {
+  use_avx512() ? avx512::bias_activation_span<T, Math>(bias, y, pre, n)
+               : baseline::bias_activation_span<T, Math>(bias, y, pre, n);
+}
+
+}  // namespace fuselab::kernels::cpu

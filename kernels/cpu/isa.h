@@ -1,0 +1,16 @@
+// Runtime choice of instruction set for the compute-bound loops (the activations).
+//
+// Binaries are built for baseline x86-64 (SSE2) so they run on any machine. The activation loops
+// (activation_spans.h) are also compiled for AVX-512, and the kernels pick that copy at run time
+// on CPUs that have it: 16 floats per instruction instead of 4. FUSELAB_DISABLE_AVX512=1, or
+// set_avx512_enabled(false), keeps the baseline copy (tests compare the two).
+#pragma once
+
+namespace fuselab::kernels::cpu {
+
+#define FUSELAB_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,avx2,fma")))
+
+bool use_avx512();  // the CPU has AVX-512 (F, VL, DQ, BW) and it is not switched off
+void set_avx512_enabled(bool enabled);
+
+}  // namespace fuselab::kernels::cpu
