@@ -1,5 +1,6 @@
 // The built-in fusions: declarative patterns (pattern.h), registered at startup through the
 // public registry calls, in priority order. Patterns are written in forward order for both passes.
+// Every built-in fused op has CPU and CUDA kernels, so none depends on the device.
 #include "fuser/fusion_check.h"
 #include "fuser/pattern.h"
 #include "fuser/registry.h"
@@ -23,10 +24,6 @@ template <class Fused>
 std::shared_ptr<FusibleOp> make(const OpList& ops) {
   return std::make_shared<Fused>(ops);
 }
-
-const PatternPredicate kOnCpu{"device is cpu", [](const PatternMatch&, const FusionFacts& facts) {
-  return facts.device.is_cpu() ? "" : "the fused kernels are CPU kernels so far, the device is " + facts.device.str();
-}};
 
 // The Bias in slot 1 (if present) adds to the Linear in slot 0.
 const PatternPredicate kBiasFitsLinear{"bias fits the linear", [](const PatternMatch& m, const FusionFacts&) {
@@ -54,19 +51,18 @@ FusionExample example(std::vector<std::shared_ptr<BasicOp>> ops, int64_t rows, i
 const bool kRegistered = [] {
   register_forward_fusion("ForwardLinearBiasAdd",
                           fuse_pattern({{slot<Linear>(), optional_slot<Bias>(), slot<AddExtraInput>()},
-                                        {kOnCpu, kBiasFitsLinear},
+                                        {kBiasFitsLinear},
                                         make<ForwardLinearBiasAdd>}));
   register_forward_fusion("ForwardLinearBiasActivation",
                           fuse_pattern({{slot<Linear>(), slot<Bias>(), optional_slot<ReLU, GELU, SiLU>()},
-                                        {kOnCpu, kBiasFitsLinear},
+                                        {kBiasFitsLinear},
                                         make<ForwardLinearBiasActivation>}));
   register_backward_fusion("BackwardLinearAdd", fuse_pattern({{slot<MakeExtraOutput>(), slot<Linear>()},
-                                                              {kOnCpu},
+                                                              {},
                                                               make<BackwardLinearAdd>}));
   register_backward_fusion("BackwardActivationBias", fuse_pattern({{slot<Bias>(), slot<ReLU, GELU, SiLU>()},
-                                                                   {kOnCpu},
+                                                                   {},
                                                                    make<BackwardActivationBias>}));
-  // Its kernel (RMSNorm backward adding the residual's grad) exists on CPU and CUDA.
   register_backward_fusion("BackwardAddRMSNorm", fuse_pattern({{slot<MakeExtraOutput>(), slot<RMSNorm>()},
                                                                {},
                                                                make<BackwardAddRMSNorm>}));

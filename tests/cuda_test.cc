@@ -252,24 +252,29 @@ TEST_F(Cuda, EmbeddingMatchesCpu) {
   }
 }
 
-// Linear+Bias+GELU, Linear+Bias, residual add (AddExtraInput), RMSNorm: a Sequential moved to the GPU matches the same
-// Sequential on the CPU, output and parameter grads (fused on the CPU, unfused basic ops on CUDA).
-TEST_F(Cuda, SequentialMlpBlockMatchesCpu) {
+// MakeExtraOutput, Linear+Bias+GELU, Linear+Bias, residual add (AddExtraInput), RMSNorm, whose
+// extra output also feeds the loss. On the GPU the fused ops run their CUDA kernels
+// (ForwardLinearBiasActivation, ForwardLinearBiasAdd, BackwardActivationBias, BackwardLinearAdd):
+// the output and every grad match the same Sequential on the CPU, and the GPU run with fusion off.
+TEST_F(Cuda, FusedSequentialMatchesCpuAndUnfused) {
   auto make = [] {
     Generator gen(3);
     Sequential model;
+    model.append(std::make_shared<MakeExtraOutput>());
     model.append(linear_with_bias(48, 192, &gen)).append(std::make_shared<GELU>());
     model.append(linear_with_bias(192, 48, &gen)).append(std::make_shared<AddExtraInput>());
     model.append(std::make_shared<RMSNorm>(48));
     return model;
   };
-  Sequential cpu_model = make(), gpu_model = make();
+  Sequential cpu_model = make(), gpu_model = make(), gpu_unfused = make();
   gpu_model.to(kGpu);
+  gpu_unfused.to(kGpu).set_fusion_enabled(false);
   const Tensor x = random({100, 48}, DType::Float32, 4);
   auto run = [&](Sequential& model, Device device) {
     Tensor input = x.to(device).detach().set_requires_grad();
     CachingAllocator::of(kGpu).set_poison(device.is_cuda());
-    const Tensor y = model(input, {input}).output;  // the residual is the input
+    const SequentialOutput out = model(input, {input});  // the residual is the input
+    const Tensor y = add(out.output, scale(out.extra_outputs.at(0), 0.5));
     Generator gen(5);
     backward(sum(mul(y, randn(y.shape(), y.dtype(), &gen).to(device))));
     CachingAllocator::of(kGpu).set_poison(false);
@@ -277,9 +282,18 @@ TEST_F(Cuda, SequentialMlpBlockMatchesCpu) {
     for (const Tensor& p : model.parameters()) results.push_back(p.grad());
     return results;
   };
-  const std::vector<Tensor> cpu = run(cpu_model, Device::cpu()), gpu = run(gpu_model, kGpu);
+  const std::vector<Tensor> cpu = run(cpu_model, Device::cpu()), gpu = run(gpu_model, kGpu),
+                            unfused = run(gpu_unfused, kGpu);
+  for (const char* fused : {"ForwardLinearBiasActivation", "ForwardLinearBiasAdd", "BackwardActivationBias",
+                            "BackwardLinearAdd"}) {
+    EXPECT_NE(gpu_model.describe().find(fused), std::string::npos) << gpu_model.describe();
+  }
   ASSERT_EQ(cpu.size(), 2 + cpu_model.parameters().size());
-  for (size_t i = 0; i < cpu.size(); ++i) expect_close(gpu[i], cpu[i], 1e-5, "tensor " + std::to_string(i));
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    expect_close(gpu[i], cpu[i], 1e-5, "fused on the GPU against the CPU, tensor " + std::to_string(i));
+    expect_close(gpu[i], unfused[i].to(Device::cpu()), 1e-5,
+                 "fused against unfused on the GPU, tensor " + std::to_string(i));
+  }
 }
 
 // RMSNorm alone, and MakeExtraOutput + RMSNorm whose extra output also feeds the loss: there the

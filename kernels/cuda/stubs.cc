@@ -9,6 +9,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/linear_epilogue.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/optimizer_steps.h"
 
@@ -73,12 +74,27 @@ template <class T>
 void embedding_backward(const T*, const int64_t*, T*, int64_t, int64_t, int64_t, int) {
   unavailable("embedding_backward_kernel");
 }
+template <class T>
+void linear_bias_activation_forward(const T*, const T*, const T*, bool, Activation, T*, T*, int64_t, int64_t, int64_t,
+                                    int) {
+  unavailable("bias_activation_kernel");
+}
+template <class T>
+void linear_bias_add_forward(const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, int) {
+  unavailable("bias_residual_kernel");
+}
+int64_t activation_bias_backward_scratch(int64_t, int64_t) { return 0; }
+template <class T>
+void activation_bias_backward(Activation, const T*, const T*, T*, T*, T*, int64_t, int64_t, int) {
+  unavailable("column_partials_kernel");
+}
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 
 #define INSTANTIATE(T)                   \
   FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(T)     \
   FUSELAB_CUDA_GEMM_INSTANTIATE(T)            \
+  FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(T) \
   FUSELAB_CUDA_NORMS_INSTANTIATE(T)           \
   FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(T) \
   FUSELAB_CUDA_CROSS_ENTROPY_INSTANTIATE(T)   \

@@ -1,6 +1,7 @@
 #include "ops/fused/backward_activation_bias.h"
 
 #include "kernels/cpu/bias_activation.h"
+#include "kernels/cuda/linear_epilogue.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/bias.h"
 #include "tensor/dispatch.h"
@@ -18,12 +19,23 @@ FusedBackward BackwardActivationBias::fuser_backward(const std::vector<OpContext
   const Tensor& pre = ctxs[1]->saved<ActivationSaved>(act.describe()).input;
   const bool need_db = ctxs[0]->params_require_grad.at(0);
   Tensor dpre = empty_like(pre);
-  Tensor db = need_db ? zeros({pre.size(-1)}, pre.dtype()) : Tensor();
-  dispatch_floating(pre.dtype(), "BackwardActivationBias", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::cpu::activation_bias_backward<T>(act.activation(), pre.data<T>(), dy.data<T>(), dpre.data<T>(),
-                                              need_db ? db.data<T>() : nullptr, math::rows_of(pre), pre.size(-1));
-  });
+  const int64_t rows = math::rows_of(pre), cols = pre.size(-1);
+  Tensor db = need_db ? zeros({cols}, pre.dtype(), pre.device()) : Tensor();
+  dispatch_floating_on_device(
+      "BackwardActivationBias", pre,
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cpu::activation_bias_backward<T>(act.activation(), pre.data<T>(), dy.data<T>(), dpre.data<T>(),
+                                                  need_db ? db.data<T>() : nullptr, rows, cols);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        Tensor scratch =
+            empty({kernels::cuda::activation_bias_backward_scratch(rows, cols)}, pre.dtype(), pre.device());
+        kernels::cuda::activation_bias_backward<T>(act.activation(), pre.cuda_data<T>(), dy.cuda_data<T>(),
+                                                   dpre.cuda_data<T>(), need_db ? db.cuda_data<T>() : nullptr,
+                                                   scratch.cuda_data<T>(), rows, cols, pre.device().index);
+      });
   return {dpre, TensorLists(2), {{db}, {}}};
 }
 

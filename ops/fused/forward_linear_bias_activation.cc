@@ -1,6 +1,7 @@
 #include "ops/fused/forward_linear_bias_activation.h"
 
 #include "kernels/cpu/linear_epilogue.h"
+#include "kernels/cuda/linear_epilogue.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/bias.h"
 #include "ops/basic/linear.h"
@@ -22,16 +23,25 @@ FusedForward ForwardLinearBiasActivation::fuser_forward(const std::vector<OpCont
 
   Shape out_shape = x.shape();
   out_shape.back() = linear.out_features();
-  Tensor y = empty(out_shape, x.dtype());
-  Tensor pre = has_activation && ctxs[2]->requires_backward() ? empty(out_shape, x.dtype()) : Tensor();
-  dispatch_floating(x.dtype(), "ForwardLinearBiasActivation", [&](auto zero) {
-    using T = decltype(zero);
-    const Activation act = has_activation ? op<ActivationOp>(2).activation() : Activation::ReLU;
-    kernels::cpu::linear_bias_activation_forward<T>(
-        x.data<T>(), linear.weight().data<T>(), bias.bias().data<T>(), has_activation, act,
-        pre.defined() ? pre.data<T>() : nullptr, y.data<T>(), math::rows_of(x), linear.in_features(),
-        linear.out_features());
-  });
+  Tensor y = empty(out_shape, x.dtype(), x.device());
+  Tensor pre = has_activation && ctxs[2]->requires_backward() ? empty(out_shape, x.dtype(), x.device()) : Tensor();
+  const Activation act = has_activation ? op<ActivationOp>(2).activation() : Activation::ReLU;
+  const int64_t rows = math::rows_of(x), in = linear.in_features(), out = linear.out_features();
+  dispatch_floating_on_device(
+      "ForwardLinearBiasActivation", x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cpu::linear_bias_activation_forward<T>(x.data<T>(), linear.weight().data<T>(),
+                                                        bias.bias().data<T>(), has_activation, act,
+                                                        pre.defined() ? pre.data<T>() : nullptr, y.data<T>(), rows,
+                                                        in, out);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cuda::linear_bias_activation_forward<T>(
+            x.cuda_data<T>(), linear.weight().cuda_data<T>(), bias.bias().cuda_data<T>(), has_activation, act,
+            pre.defined() ? pre.cuda_data<T>() : nullptr, y.cuda_data<T>(), rows, in, out, x.device().index);
+      });
   Linear::save_for_backward(*ctxs[0], x, linear.weight());
   if (has_activation) ActivationOp::save_for_backward(*ctxs[2], pre);
   return {y, TensorLists(basic_ops().size())};

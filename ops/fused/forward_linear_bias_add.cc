@@ -1,6 +1,7 @@
 #include "ops/fused/forward_linear_bias_add.h"
 
 #include "kernels/cpu/linear_epilogue.h"
+#include "kernels/cuda/linear_epilogue.h"
 #include "ops/basic/bias.h"
 #include "ops/basic/linear.h"
 #include "tensor/dispatch.h"
@@ -24,14 +25,23 @@ FusedForward ForwardLinearBiasAdd::fuser_forward(const std::vector<OpContext*>& 
         describe(), ": extra input ", residual.defined() ? residual.shape() : Shape{}, " must match the output ",
         out_shape, " ", x.dtype(), " on ", x.device());
 
-  Tensor y = empty(out_shape, x.dtype());
-  dispatch_floating(x.dtype(), "ForwardLinearBiasAdd", [&](auto zero) {
-    using T = decltype(zero);
-    const T* b = has_bias ? op<Bias>(1).bias().data<T>() : nullptr;
-    kernels::cpu::linear_bias_add_forward<T>(x.data<T>(), linear.weight().data<T>(), b, residual.data<T>(),
-                                             y.data<T>(), math::rows_of(x), linear.in_features(),
-                                             linear.out_features());
-  });
+  Tensor y = empty(out_shape, x.dtype(), x.device());
+  const int64_t rows = math::rows_of(x), in = linear.in_features(), out = linear.out_features();
+  dispatch_floating_on_device(
+      "ForwardLinearBiasAdd", x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        const T* b = has_bias ? op<Bias>(1).bias().data<T>() : nullptr;
+        kernels::cpu::linear_bias_add_forward<T>(x.data<T>(), linear.weight().data<T>(), b, residual.data<T>(),
+                                                 y.data<T>(), rows, in, out);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        const T* b = has_bias ? op<Bias>(1).bias().cuda_data<T>() : nullptr;
+        kernels::cuda::linear_bias_add_forward<T>(x.cuda_data<T>(), linear.weight().cuda_data<T>(), b,
+                                                  residual.cuda_data<T>(), y.cuda_data<T>(), rows, in, out,
+                                                  x.device().index);
+      });
   Linear::save_for_backward(*ctxs[0], x, linear.weight());
   return {y, TensorLists(basic_ops().size())};
 }

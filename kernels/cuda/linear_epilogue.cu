@@ -1,0 +1,84 @@
+#include "kernels/cuda/linear_epilogue.h"
+
+#include "kernels/cuda/column_sums.cuh"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/gemm.h"
+
+namespace fuselab::kernels::cuda {
+namespace {
+
+#define GRID_STRIDE_LOOP(i, n) \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(blockDim.x) * gridDim.x)
+
+// pre = y + b; y = act(pre), in place over y; pre may be null.
+template <class T, class Math>
+__global__ void bias_activation_kernel(const T* b, T* y, T* pre, int64_t n, int64_t cols) {
+  GRID_STRIDE_LOOP(i, n) {
+    const T value = y[i] + b[i % cols];
+    if (pre) pre[i] = value;
+    y[i] = Math::forward(value);
+  }
+}
+
+// y += (b) + residual
+template <class T>
+__global__ void bias_residual_kernel(const T* b, const T* residual, T* y, int64_t n, int64_t cols) {
+  GRID_STRIDE_LOOP(i, n) y[i] += (b ? b[i % cols] : T(0)) + residual[i];
+}
+
+// value(r, c) = dpre[r, c] = dy[r, c] * act'(pre[r, c]), written as the column sums read it: every
+// element is visited once, so dpre and the bias grad's partials come from one pass.
+template <class T, class Math>
+struct ActivationGradTerms {
+  const T *pre, *dy;
+  T* dpre;
+  int64_t cols;
+  __device__ T operator()(int64_t r, int64_t c) const {
+    const int64_t i = r * cols + c;
+    dpre[i] = dy[i] * Math::grad(pre[i]);
+    return dpre[i];
+  }
+};
+
+}  // namespace
+
+template <class T>
+void linear_bias_activation_forward(const T* x, const T* w, const T* b, bool has_activation, Activation act, T* pre,
+                                    T* y, int64_t rows, int64_t in, int64_t out, int device) {
+  gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out, device);
+  if (!has_activation) return binary<T>(BinaryOp::Add, y, b, y, rows, out, Broadcast::Row, device);
+  const int64_t n = rows * out;
+  if (n == 0) return;
+  with_activation(act, [&](auto math) {
+    bias_activation_kernel<T, decltype(math)><<<blocks_for(n), kThreads>>>(b, y, pre, n, out);
+  });
+  check_launch("bias_activation_kernel");
+}
+
+template <class T>
+void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residual, T* y, int64_t rows, int64_t in,
+                             int64_t out, int device) {
+  gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out, device);
+  const int64_t n = rows * out;
+  if (n == 0) return;
+  bias_residual_kernel<T><<<blocks_for(n), kThreads>>>(b, residual, y, n, out);
+  check_launch("bias_residual_kernel");
+}
+
+int64_t activation_bias_backward_scratch(int64_t rows, int64_t cols) { return column_sums_scratch(rows, cols); }
+
+template <class T>
+void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre, T* dbias, T* scratch, int64_t rows,
+                              int64_t cols, int device) {
+  if (dbias == nullptr) return activation_backward<T>(act, pre, dy, dpre, rows * cols, device);
+  use_device(device);
+  with_activation(act, [&](auto math) {
+    column_sums(ActivationGradTerms<T, decltype(math)>{pre, dy, dpre, cols}, rows, cols, dbias, scratch);
+  });
+}
+
+FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(float)
+FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(double)
+
+}  // namespace fuselab::kernels::cuda

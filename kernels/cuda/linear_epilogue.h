@@ -1,0 +1,40 @@
+// The fused ops' kernels on CUDA, with the contracts of kernels/cpu/linear_epilogue.h and
+// kernels/cpu/bias_activation.h: a cuBLASLt GEMM, then one pass that applies the rest.
+//
+//   linear_bias_activation_forward:  pre = x W^T + b;  y = act(pre)  (y = pre without activation)
+//   linear_bias_add_forward:         y = x W^T (+ b) + residual
+//   activation_bias_backward:        dpre = dy * act'(pre);  dbias = sum_rows dpre
+//
+// x is [rows, in], W is [out, in]. Pointers are device pointers on `device`; pre, b and dbias may
+// be null as in the CPU kernels. dbias is written, not accumulated into; `scratch` holds
+// activation_bias_backward_scratch(rows, cols) elements for its deterministic two-level sum.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/activation_math.h"
+
+namespace fuselab::kernels::cuda {
+
+template <class T>
+void linear_bias_activation_forward(const T* x, const T* w, const T* b, bool has_activation, Activation act, T* pre,
+                                    T* y, int64_t rows, int64_t in, int64_t out, int device);
+
+template <class T>
+void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residual, T* y, int64_t rows, int64_t in,
+                             int64_t out, int device);
+
+int64_t activation_bias_backward_scratch(int64_t rows, int64_t cols);
+template <class T>
+void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre, T* dbias, T* scratch, int64_t rows,
+                              int64_t cols, int device);
+
+// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
+#define FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(T)                                                                 \
+  template void linear_bias_activation_forward<T>(const T*, const T*, const T*, bool, Activation, T*, T*, int64_t, \
+                                                  int64_t, int64_t, int);                                           \
+  template void linear_bias_add_forward<T>(const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t,  \
+                                           int);                                                                    \
+  template void activation_bias_backward<T>(Activation, const T*, const T*, T*, T*, T*, int64_t, int64_t, int);
+
+}  // namespace fuselab::kernels::cuda
