@@ -1,9 +1,9 @@
-// Softmax, log-softmax and the losses. The math is in kernels/cpu/softmax.h.
+// Softmax, log-softmax and the losses. The math is in kernels/cpu/softmax.h (and its CUDA twin).
 //   mse = mean (p - t)^2:  dp = 2 (p - t) g / n,  dt = -dp
 #include "autograd/checks.h"
 #include "autograd/functional.h"
 #include "kernels/cpu/softmax.h"
-#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/softmax.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -13,29 +13,38 @@ namespace {
 
 namespace cpu = kernels::cpu;
 
-// Calls kernel(zero-of-T, out, rows, cols) with out shaped like x, viewed as [rows, last dim].
-template <class Kernel>
-Tensor rowwise(const char* name, const Tensor& x, Kernel&& kernel) {
-  Tensor out = empty_like(x);
-  dispatch_floating(x.dtype(), name, [&](auto zero) { kernel(zero, out, math::rows_of(x), x.size(-1)); });
-  return out;
-}
-
 Tensor softmax_like(const char* name, const Tensor& x, bool log) {
-  check_floating_cpu(name, x);
+  check_floating(name, x);
   check(x.dim() >= 1, name, ": needs at least one dim, got shape ", x.shape());
-  Tensor y = rowwise(name, x, [&](auto zero, Tensor& out, int64_t rows, int64_t cols) {
-    using T = decltype(zero);
-    if (log) cpu::log_softmax_forward<T>(x.data<T>(), out.data<T>(), rows, cols);
-    else cpu::softmax_forward<T>(x.data<T>(), out.data<T>(), rows, cols);
-  });
-  return record(name, {x}, y, [name, y = y.detach(), log](const auto& grads, const auto&) {
+  const int64_t rows = math::rows_of(x), cols = x.size(-1);
+  Tensor y = empty_like(x);
+  dispatch_floating_on_device(
+      name, x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        if (log) cpu::log_softmax_forward<T>(x.data<T>(), y.data<T>(), rows, cols);
+        else cpu::softmax_forward<T>(x.data<T>(), y.data<T>(), rows, cols);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cuda::softmax_forward<T>(x.cuda_data<T>(), y.cuda_data<T>(), rows, cols, log, x.device().index);
+      });
+  return record(name, {x}, y, [name, y = y.detach(), log, rows, cols](const auto& grads, const auto&) {
     const Tensor& dy = grads[0];
-    return std::vector<Tensor>{rowwise(name, y, [&](auto zero, Tensor& dx, int64_t rows, int64_t cols) {
-      using T = decltype(zero);
-      if (log) cpu::log_softmax_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), rows, cols);
-      else cpu::softmax_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), rows, cols);
-    })};
+    Tensor dx = empty_like(y);
+    dispatch_floating_on_device(
+        name, y,
+        [&](auto zero) {
+          using T = decltype(zero);
+          if (log) cpu::log_softmax_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), rows, cols);
+          else cpu::softmax_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), rows, cols);
+        },
+        [&](auto zero) {
+          using T = decltype(zero);
+          kernels::cuda::softmax_backward<T>(y.cuda_data<T>(), dy.cuda_data<T>(), dx.cuda_data<T>(), rows, cols, log,
+                                             y.device().index);
+        });
+    return std::vector<Tensor>{dx};
   });
 }
 

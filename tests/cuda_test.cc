@@ -18,6 +18,7 @@
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
+#include "ops/basic/swiglu.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "optim/sgd.h"
@@ -323,11 +324,42 @@ TEST_F(Cuda, RMSNormMatchesCpu) {
   }
 }
 
+TEST_F(Cuda, LayerNormMatchesCpu) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const Shape& shape : {Shape{1, 1}, Shape{7, 1000}, Shape{300, 4099}, Shape{70000, 3}}) {
+      const Tensor x = random(shape, dtype, 1);
+      const Tensor w = add(math::scaled(random({shape[1]}, dtype, 2), 0.1), full({shape[1]}, 1.0, dtype));
+      const Tensor b = math::scaled(random({shape[1]}, dtype, 3), 0.1);
+      expect_gpu_matches_cpu(
+          {x, w, b},
+          [&](const auto& in) {
+            Sequential model;
+            auto norm = std::make_shared<LayerNorm>(shape[1]);
+            norm->parameter(0) = in[1];  // weight and bias under test: leaves whose grads are compared
+            norm->parameter(1) = in[2];
+            model.append(norm);
+            return model(in[0]);
+          },
+          "LayerNorm " + describe(shape));
+    }
+  }
+}
+
+TEST_F(Cuda, SoftmaxAndLogSoftmaxMatchCpu) {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const auto& [rows, cols] : {std::pair{1, 1}, std::pair{37, 29}, std::pair{300, 1000}}) {
+      const Tensor x = math::scaled(random({rows, cols}, dtype, 4), 3);
+      expect_gpu_matches_cpu({x}, [](const auto& in) { return softmax(in[0]); }, "softmax");
+      expect_gpu_matches_cpu({x}, [](const auto& in) { return log_softmax(in[0]); }, "log_softmax");
+    }
+  }
+}
+
 TEST_F(Cuda, OpsWithCpuOnlyKernelsRefuseGpuInputs) {
   Sequential model;
-  model.append(std::make_shared<LayerNorm>(8));
+  model.append(std::make_shared<SwiGLU>());
   model.to(kGpu);
-  testing::expect_error([&] { model(zeros({2, 8}).to(kGpu)); }, {"LayerNorm", "cuda:0", "[2, 8]", "CPU-only"});
+  testing::expect_error([&] { model(zeros({2, 8}).to(kGpu)); }, {"SwiGLU", "cuda:0", "[2, 8]", "CPU-only"});
 }
 
 TEST_F(Cuda, MixingDevicesIsAClearError) {
@@ -338,8 +370,8 @@ TEST_F(Cuda, MixingDevicesIsAClearError) {
 }
 
 TEST_F(Cuda, OpsWithoutACudaKernelSaySo) {
-  const Tensor logits = zeros({2, 3}).to(kGpu);
-  testing::expect_error([&] { softmax(logits); }, {"softmax", "cuda:0", "not implemented"});
+  const Tensor prediction = zeros({2, 3}).to(kGpu);
+  testing::expect_error([&] { mse(prediction, prediction); }, {"mse", "cuda:0", "not implemented"});
 }
 
 TEST(CudaBuild, DeviceCountIsSafeWithoutADriver) {

@@ -1,12 +1,17 @@
-// RMSNorm on CUDA over the last dim of x [rows, cols]; the math is kernels/cpu/norms.h's:
+// RMSNorm and LayerNorm on CUDA over the last dim of x [rows, cols]; the math is
+// kernels/cpu/norms.h's:
 //
-//   rstd = 1 / sqrt(mean_j x_j^2 + eps);  xhat = x * rstd;  y = xhat * w
+// RMSNorm:   rstd = 1 / sqrt(mean_j x_j^2 + eps);  xhat = x * rstd;  y = xhat * w
 //   backward: g = dy * w;  dx = rstd * (g - xhat * mean_j(g_j xhat_j)) (+ residual_grad)
 //             dw = sum_rows dy * xhat
+// LayerNorm: mu = mean_j x_j;  rstd = 1 / sqrt(mean_j (x_j - mu)^2 + eps);  xhat = (x - mu) * rstd
+//   y = xhat * w + b
+//   backward: g = dy * w;  dx = rstd * (g - mean_j g_j - xhat * mean_j(g_j xhat_j))
+//             dw = sum_rows dy * xhat;  db = sum_rows dy
 //
-// One block per row. Pointers are device pointers on `device`; dx, residual_grad and dw may be
-// null. Unlike the CPU kernel, dw is written, not accumulated into; `scratch` holds
-// rmsnorm_backward_scratch(rows, cols) elements for its two-level sum (no atomics).
+// One block per row. Pointers are device pointers on `device`; dx, residual_grad, dw and db may
+// be null. Unlike the CPU kernels, dw and db are written, not accumulated into; `scratch` holds
+// norm_backward_scratch(rows, cols) elements for their two-level sums (no atomics).
 #pragma once
 
 #include <cstdint>
@@ -16,15 +21,26 @@ namespace fuselab::kernels::cuda {
 template <class T>
 void rmsnorm_forward(const T* x, const T* w, T* y, T* rstd, int64_t rows, int64_t cols, T eps, int device);
 
-int64_t rmsnorm_backward_scratch(int64_t rows, int64_t cols);
+int64_t norm_backward_scratch(int64_t rows, int64_t cols);
 template <class T>
 void rmsnorm_backward(const T* x, const T* w, const T* rstd, const T* dy, const T* residual_grad, T* dx, T* dw,
                       T* scratch, int64_t rows, int64_t cols, int device);
+
+template <class T>
+void layernorm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows, int64_t cols, T eps,
+                       int device);
+
+template <class T>
+void layernorm_backward(const T* x, const T* w, const T* mean, const T* rstd, const T* dy, T* dx, T* dw, T* db,
+                        T* scratch, int64_t rows, int64_t cols, int device);
 
 // The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
 #define FUSELAB_CUDA_NORMS_INSTANTIATE(T) \
   template void rmsnorm_forward<T>(const T*, const T*, T*, T*, int64_t, int64_t, T, int);                   \
   template void rmsnorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t,  \
-                                    int64_t, int);
+                                    int64_t, int);                                                          \
+  template void layernorm_forward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, T, int);   \
+  template void layernorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*,     \
+                                      int64_t, int64_t, int);
 
 }  // namespace fuselab::kernels::cuda

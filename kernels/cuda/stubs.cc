@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/softmax.h"
 #include "kernels/cuda/device_api.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
@@ -49,7 +49,7 @@ void gemm(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*,
 }
 template <class T>
 void rmsnorm_forward(const T*, const T*, T*, T*, int64_t, int64_t, T, int) { unavailable("rmsnorm_forward_kernel"); }
-int64_t rmsnorm_backward_scratch(int64_t, int64_t) { return 0; }
+int64_t norm_backward_scratch(int64_t, int64_t) { return 0; }
 template <class T>
 void rmsnorm_backward(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, int) {
   unavailable("rmsnorm_input_grad_kernel");
@@ -60,6 +60,10 @@ template <class T>
 void sgd_step(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int) { unavailable("multi_tensor_kernel"); }
 template <class T>
 double sum_squares(const T*, int64_t, int) { unavailable("sum_squares_kernel"); }
+template <class T>
+void softmax_forward(const T*, T*, int64_t, int64_t, bool, int) { unavailable("softmax_forward_kernel"); }
+template <class T>
+void softmax_backward(const T*, const T*, T*, int64_t, int64_t, bool, int) { unavailable("softmax_backward_kernel"); }
 template <class T>
 void cross_entropy_forward(const T*, const int64_t*, T*, T*, int64_t, int64_t, int64_t, int) {
   unavailable("cross_entropy_forward_kernel");
@@ -88,6 +92,14 @@ template <class T>
 void activation_bias_backward(Activation, const T*, const T*, T*, T*, T*, int64_t, int64_t, int) {
   unavailable("column_partials_kernel");
 }
+template <class T>
+void layernorm_forward(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, T, int) {
+  unavailable("layernorm_forward_kernel");
+}
+template <class T>
+void layernorm_backward(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*, int64_t, int64_t, int) {
+  unavailable("layernorm_input_grad_kernel");
+}
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 
@@ -97,7 +109,7 @@ bool allow_tf32() { return false; }
   FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(T) \
   FUSELAB_CUDA_NORMS_INSTANTIATE(T)           \
   FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(T) \
-  FUSELAB_CUDA_CROSS_ENTROPY_INSTANTIATE(T)   \
+  FUSELAB_CUDA_SOFTMAX_INSTANTIATE(T)   \
   FUSELAB_CUDA_EMBEDDING_INSTANTIATE(T)
 INSTANTIATE(float)
 INSTANTIATE(double)

@@ -1,6 +1,7 @@
 #include "ops/basic/layernorm.h"
 
 #include "kernels/cpu/norms.h"
+#include "kernels/cuda/norms.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -16,12 +17,21 @@ LayerNorm::LayerNorm(int64_t features, double eps) : BasicOp("LayerNorm"), featu
 OpForward LayerNorm::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
   check_input(x, features_);
   const int64_t rows = math::rows_of(x);
-  Tensor y = empty_like(x), mean = empty({rows}, x.dtype()), rstd = empty({rows}, x.dtype());
-  dispatch_floating(x.dtype(), "LayerNorm", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::cpu::layernorm_forward<T>(x.data<T>(), parameter(0).data<T>(), parameter(1).data<T>(), y.data<T>(),
-                                       mean.data<T>(), rstd.data<T>(), rows, features_, T(eps_));
-  });
+  Tensor y = empty_like(x);
+  Tensor mean = empty({rows}, x.dtype(), x.device()), rstd = empty({rows}, x.dtype(), x.device());
+  dispatch_floating_on_device(
+      "LayerNorm", x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cpu::layernorm_forward<T>(x.data<T>(), parameter(0).data<T>(), parameter(1).data<T>(), y.data<T>(),
+                                           mean.data<T>(), rstd.data<T>(), rows, features_, T(eps_));
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cuda::layernorm_forward<T>(x.cuda_data<T>(), parameter(0).cuda_data<T>(),
+                                            parameter(1).cuda_data<T>(), y.cuda_data<T>(), mean.cuda_data<T>(),
+                                            rstd.cuda_data<T>(), rows, features_, T(eps_), x.device().index);
+      });
   if (ctx.requires_backward()) ctx.save<LayerNormSaved>() = {x, mean, rstd};
   return {y, {}};
 }
@@ -31,13 +41,25 @@ OpBackward LayerNorm::op_backward(OpContext& ctx, const Tensor& dy, const std::v
   Tensor dx = ctx.input_requires_grad ? empty_like(saved.input) : Tensor();
   Tensor dw = ctx.params_require_grad.at(0) ? zeros_like(parameter(0)) : Tensor();
   Tensor db = ctx.params_require_grad.at(1) ? zeros_like(parameter(1)) : Tensor();
-  dispatch_floating(dy.dtype(), "LayerNorm", [&](auto zero) {
-    using T = decltype(zero);
-    auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
-    kernels::cpu::layernorm_backward<T>(saved.input.data<T>(), parameter(0).data<T>(), saved.mean.data<T>(),
-                                        saved.rstd.data<T>(), dy.data<T>(), ptr(dx), ptr(dw), ptr(db),
-                                        math::rows_of(dy), features_);
-  });
+  const int64_t rows = math::rows_of(dy);
+  dispatch_floating_on_device(
+      "LayerNorm backward", dy,
+      [&](auto zero) {
+        using T = decltype(zero);
+        auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
+        kernels::cpu::layernorm_backward<T>(saved.input.data<T>(), parameter(0).data<T>(), saved.mean.data<T>(),
+                                            saved.rstd.data<T>(), dy.data<T>(), ptr(dx), ptr(dw), ptr(db), rows,
+                                            features_);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        auto ptr = [](const Tensor& t) { return t.defined() ? t.cuda_data<T>() : nullptr; };
+        Tensor scratch = empty({kernels::cuda::norm_backward_scratch(rows, features_)}, dy.dtype(), dy.device());
+        kernels::cuda::layernorm_backward<T>(saved.input.cuda_data<T>(), parameter(0).cuda_data<T>(),
+                                             saved.mean.cuda_data<T>(), saved.rstd.cuda_data<T>(), dy.cuda_data<T>(),
+                                             ptr(dx), ptr(dw), ptr(db), scratch.cuda_data<T>(), rows, features_,
+                                             dy.device().index);
+      });
   return {dx, {}, {dw, db}};
 }
 

@@ -14,6 +14,7 @@ struct LayerNormSaved {
 
 class LayerNorm : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }
   explicit LayerNorm(int64_t features, double eps = 1e-5);
   int64_t features() const { return features_; }
 

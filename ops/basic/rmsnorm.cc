@@ -50,7 +50,7 @@ OpBackward RMSNorm::backward_with_residual(OpContext& ctx, const Tensor& dy, con
       },
       [&](auto zero) {
         using T = decltype(zero);
-        Tensor scratch = empty({kernels::cuda::rmsnorm_backward_scratch(rows, features_)}, dy.dtype(), dy.device());
+        Tensor scratch = empty({kernels::cuda::norm_backward_scratch(rows, features_)}, dy.dtype(), dy.device());
         kernels::cuda::rmsnorm_backward<T>(
             saved.input.cuda_data<T>(), weight().cuda_data<T>(), saved.rstd.cuda_data<T>(), dy.cuda_data<T>(),
             residual_grad.defined() ? residual_grad.cuda_data<T>() : nullptr, dx.defined() ? dx.cuda_data<T>() : nullptr,

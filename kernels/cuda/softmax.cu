@@ -1,4 +1,4 @@
-#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/softmax.h"
 
 #include <cfloat>
 
@@ -8,17 +8,48 @@
 namespace fuselab::kernels::cuda {
 namespace {
 
+// lse of the block's row xr, for every thread of the block.
 template <class T>
-__global__ void cross_entropy_forward_kernel(const T* x, const int64_t* labels, T* lse, T* row_loss, int64_t cols,
-                                             int64_t ignore_index) {
-  __shared__ T shared[32];
-  const T* xr = x + blockIdx.x * cols;
+__device__ T row_log_sum_exp(const T* xr, int64_t cols, T* shared) {
   T m = -T(FLT_MAX);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = xr[j] > m ? xr[j] : m;
   m = block_reduce(m, Max{}, -T(FLT_MAX), shared);
   T total = T(0);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) total += exp(xr[j] - m);
-  const T row_lse = m + log(block_sum(total, shared));
+  return m + log(block_sum(total, shared));
+}
+
+template <class T>
+__global__ void softmax_forward_kernel(const T* x, T* y, int64_t cols, bool log_output) {
+  __shared__ T shared[32];
+  const int64_t offset = blockIdx.x * cols;
+  const T lse = row_log_sum_exp(x + offset, cols, shared);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    y[offset + j] = log_output ? x[offset + j] - lse : exp(x[offset + j] - lse);
+  }
+}
+
+template <class T>
+__global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, int64_t cols, bool log_output) {
+  __shared__ T shared[32];
+  const int64_t offset = blockIdx.x * cols;
+  T sum = T(0);  // sum_j dy_j (log-softmax) or sum_j dy_j y_j (softmax)
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    sum += log_output ? dy[offset + j] : dy[offset + j] * y[offset + j];
+  }
+  sum = block_sum(sum, shared);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const int64_t i = offset + j;
+    dx[i] = log_output ? dy[i] - exp(y[i]) * sum : y[i] * (dy[i] - sum);
+  }
+}
+
+template <class T>
+__global__ void cross_entropy_forward_kernel(const T* x, const int64_t* labels, T* lse, T* row_loss, int64_t cols,
+                                             int64_t ignore_index) {
+  __shared__ T shared[32];
+  const T* xr = x + blockIdx.x * cols;
+  const T row_lse = row_log_sum_exp(xr, cols, shared);
   if (threadIdx.x == 0) {
     const int64_t label = labels[blockIdx.x];
     lse[blockIdx.x] = row_lse;
@@ -42,6 +73,22 @@ int threads_for(int64_t cols) { return cols >= 1024 ? 512 : cols >= 256 ? 256 : 
 }  // namespace
 
 template <class T>
+void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, bool log, int device) {
+  if (rows == 0) return;
+  use_device(device);
+  softmax_forward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, y, cols, log);
+  check_launch("softmax_forward_kernel");
+}
+
+template <class T>
+void softmax_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t cols, bool log, int device) {
+  if (rows == 0) return;
+  use_device(device);
+  softmax_backward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(y, dy, dx, cols, log);
+  check_launch("softmax_backward_kernel");
+}
+
+template <class T>
 void cross_entropy_forward(const T* x, const int64_t* labels, T* lse, T* row_loss, int64_t rows, int64_t cols,
                            int64_t ignore_index, int device) {
   if (rows == 0) return;
@@ -60,7 +107,7 @@ void cross_entropy_backward(const T* x, const int64_t* labels, const T* lse, T g
   check_launch("cross_entropy_backward_kernel");
 }
 
-FUSELAB_CUDA_CROSS_ENTROPY_INSTANTIATE(float)
-FUSELAB_CUDA_CROSS_ENTROPY_INSTANTIATE(double)
+FUSELAB_CUDA_SOFTMAX_INSTANTIATE(float)
+FUSELAB_CUDA_SOFTMAX_INSTANTIATE(double)
 
 }  // namespace fuselab::kernels::cuda
