@@ -33,6 +33,11 @@ inline void check_launch(const char* kernel) {
 
 constexpr int kThreads = 256;
 
+// for (i over [0, n)) spread over the grid: each thread steps by the grid's size, so any n fits
+// in one launch of blocks_for(n) blocks.
+#define FUSELAB_GRID_STRIDE_LOOP(i, n) \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(blockDim.x) * gridDim.x)
+
 // Blocks for a grid-stride loop over n elements: enough to fill the device, never over the limit.
 inline int blocks_for(int64_t n) {
   const int64_t blocks = (n + kThreads - 1) / kThreads;

@@ -7,9 +7,6 @@
 namespace fuselab::kernels::cuda {
 namespace {
 
-#define GRID_STRIDE_LOOP(i, n) \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(blockDim.x) * gridDim.x)
-
 template <class T>
 __device__ T apply(BinaryOp op, T a, T b) {
   switch (op) {
@@ -23,7 +20,7 @@ __device__ T apply(BinaryOp op, T a, T b) {
 template <class T>
 __global__ void binary_kernel(BinaryOp op, const T* a, const T* b, T* out, int64_t n, int64_t cols,
                               Broadcast broadcast) {
-  GRID_STRIDE_LOOP(i, n) {
+  FUSELAB_GRID_STRIDE_LOOP(i, n) {
     const T rhs = broadcast == Broadcast::None ? b[i] : broadcast == Broadcast::Row ? b[i % cols] : b[0];
     out[i] = apply(op, a[i], rhs);
   }
@@ -31,22 +28,22 @@ __global__ void binary_kernel(BinaryOp op, const T* a, const T* b, T* out, int64
 
 template <class T>
 __global__ void scale_kernel(const T* x, T alpha, T* out, int64_t n) {
-  GRID_STRIDE_LOOP(i, n) out[i] = alpha * x[i];
+  FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = alpha * x[i];
 }
 
 template <class T>
 __global__ void axpy_kernel(T alpha, const T* x, T* y, int64_t n) {
-  GRID_STRIDE_LOOP(i, n) y[i] += alpha * x[i];
+  FUSELAB_GRID_STRIDE_LOOP(i, n) y[i] += alpha * x[i];
 }
 
 template <class T, class Math>
 __global__ void activation_forward_kernel(const T* x, T* y, int64_t n) {
-  GRID_STRIDE_LOOP(i, n) y[i] = Math::forward(x[i]);
+  FUSELAB_GRID_STRIDE_LOOP(i, n) y[i] = Math::forward(x[i]);
 }
 
 template <class T, class Math>
 __global__ void activation_backward_kernel(const T* x, const T* dy, T* dx, int64_t n) {
-  GRID_STRIDE_LOOP(i, n) dx[i] = dy[i] * Math::grad(x[i]);
+  FUSELAB_GRID_STRIDE_LOOP(i, n) dx[i] = dy[i] * Math::grad(x[i]);
 }
 
 }  // namespace

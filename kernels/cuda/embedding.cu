@@ -7,9 +7,7 @@ namespace {
 
 template <class T>
 __global__ void embedding_forward_kernel(const T* table, const int64_t* ids, T* out, int64_t n, int64_t dim) {
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
-    out[i] = table[ids[i / dim] * dim + i % dim];
-  }
+  FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = table[ids[i / dim] * dim + i % dim];
 }
 
 // Block v sums the rows of dout whose id is v, in the order of the ids.

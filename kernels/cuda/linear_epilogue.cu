@@ -8,13 +8,10 @@
 namespace fuselab::kernels::cuda {
 namespace {
 
-#define GRID_STRIDE_LOOP(i, n) \
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < (n); i += int64_t(blockDim.x) * gridDim.x)
-
 // pre = y + b; y = act(pre), in place over y; pre may be null.
 template <class T, class Math>
 __global__ void bias_activation_kernel(const T* b, T* y, T* pre, int64_t n, int64_t cols) {
-  GRID_STRIDE_LOOP(i, n) {
+  FUSELAB_GRID_STRIDE_LOOP(i, n) {
     const T value = y[i] + b[i % cols];
     if (pre) pre[i] = value;
     y[i] = Math::forward(value);
@@ -24,7 +21,7 @@ __global__ void bias_activation_kernel(const T* b, T* y, T* pre, int64_t n, int6
 // y += (b) + residual
 template <class T>
 __global__ void bias_residual_kernel(const T* b, const T* residual, T* y, int64_t n, int64_t cols) {
-  GRID_STRIDE_LOOP(i, n) y[i] += (b ? b[i % cols] : T(0)) + residual[i];
+  FUSELAB_GRID_STRIDE_LOOP(i, n) y[i] += (b ? b[i % cols] : T(0)) + residual[i];
 }
 
 // value(r, c) = dpre[r, c] = dy[r, c] * act'(pre[r, c]), written as the column sums read it: every

@@ -80,9 +80,7 @@ template <class T>
 __global__ void sum_squares_kernel(const T* x, int64_t n, double* partial) {
   __shared__ double shared[32];
   double sum = 0;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(blockDim.x) * gridDim.x) {
-    sum += double(x[i]) * double(x[i]);
-  }
+  FUSELAB_GRID_STRIDE_LOOP(i, n) sum += double(x[i]) * double(x[i]);
   sum = block_sum(sum, shared);
   if (threadIdx.x == 0) partial[blockIdx.x] = sum;
 }
