@@ -9,6 +9,7 @@
 #include <cublasLt.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -62,13 +63,28 @@ template <> struct Types<double> {
 struct MatmulDescriptors {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
   ~MatmulDescriptors() {
+    if (preference) cublasLtMatmulPreferenceDestroy(preference);
     if (out) cublasLtMatrixLayoutDestroy(out);
     if (second) cublasLtMatrixLayoutDestroy(second);
     if (first) cublasLtMatrixLayoutDestroy(first);
     if (op) cublasLtMatmulDescDestroy(op);
   }
 };
+
+// The largest power of two (up to 256) that divides the address: tensor views start anywhere,
+// and cuBLASLt assumes 256-byte alignment unless told otherwise.
+uint32_t alignment_of(const void* ptr) {
+  uint32_t alignment = 256;
+  while (alignment > 1 && reinterpret_cast<uintptr_t>(ptr) % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+void set_preference(cublasLtMatmulPreference_t preference, cublasLtMatmulPreferenceAttributes_t attribute,
+                    const void* value, size_t size, const char* what) {
+  check_cublas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, value, size), what);
+}
 
 }  // namespace
 
@@ -101,8 +117,32 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T
   check_cublas(cublasLtMatrixLayoutCreate(&d.second, type, transpose_a ? m : k, transpose_a ? k : m, lda),
                "cublasLtMatrixLayoutCreate(A)");
   check_cublas(cublasLtMatrixLayoutCreate(&d.out, type, n, m, ldc), "cublasLtMatrixLayoutCreate(C)");
+
+  // The best algorithm for these shapes and these pointers' alignment.
+  check_cublas(cublasLtMatmulPreferenceCreate(&d.preference), "cublasLtMatmulPreferenceCreate");
+  const uint64_t workspace = kWorkspaceBytes;
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace),
+                 "cublasLtMatmulPreferenceSetAttribute(workspace)");
+  const uint32_t align_first = alignment_of(b), align_second = alignment_of(a), align_out = alignment_of(c);
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_first, sizeof(uint32_t),
+                 "cublasLtMatmulPreferenceSetAttribute(alignment A)");
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_second, sizeof(uint32_t),
+                 "cublasLtMatmulPreferenceSetAttribute(alignment B)");
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_out, sizeof(uint32_t),
+                 "cublasLtMatmulPreferenceSetAttribute(alignment C)");
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_out, sizeof(uint32_t),
+                 "cublasLtMatmulPreferenceSetAttribute(alignment D)");
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  check_cublas(cublasLtMatmulAlgoGetHeuristic(state.handle, d.op, d.first, d.second, d.out, d.out, d.preference, 1,
+                                              &heuristic, &found),
+               "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0) {
+    throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic found no algorithm for " + std::to_string(m) + "x" +
+                             std::to_string(n) + "x" + std::to_string(k));
+  }
   check_cublas(cublasLtMatmul(state.handle, d.op, &alpha, b, d.first, a, d.second, &beta, c, d.out, c, d.out,
-                              /*algo=*/nullptr, state.workspace, kWorkspaceBytes, /*stream=*/0),
+                              &heuristic.algo, state.workspace, kWorkspaceBytes, /*stream=*/0),
                "cublasLtMatmul");
 }
 
