@@ -11,8 +11,10 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
@@ -27,7 +29,11 @@ void check_cublas(cublasStatus_t status, const char* call) {
   }
 }
 
-std::atomic<bool> tf32{std::getenv("FUSELAB_ALLOW_TF32") != nullptr && std::string(std::getenv("FUSELAB_ALLOW_TF32")) == "1"};
+bool tf32_from_environment() {
+  const char* value = std::getenv("FUSELAB_ALLOW_TF32");
+  return value != nullptr && std::string(value) == "1";
+}
+std::atomic<bool> tf32{tf32_from_environment()};
 
 // One cuBLASLt handle and workspace per device, made on first use and kept for the process.
 struct DeviceGemmState {
@@ -86,6 +92,40 @@ void set_preference(cublasLtMatmulPreference_t preference, cublasLtMatmulPrefere
   check_cublas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, value, size), what);
 }
 
+// Everything the algorithm choice depends on.
+using GemmKey = std::tuple<int, int, int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, uint32_t,
+                           uint32_t, uint32_t>;
+
+// cuBLASLt's best algorithm for one GEMM shape, asked once per key and cached for the process.
+// The preference states the workspace and the operands' real alignment.
+cublasLtMatmulAlgo_t algorithm_for(const GemmKey& key, const DeviceGemmState& state, MatmulDescriptors& d,
+                                   uint32_t align_first, uint32_t align_second, uint32_t align_out) {
+  static std::mutex mutex;
+  static auto* cache = new std::map<GemmKey, cublasLtMatmulAlgo_t>();
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto it = cache->find(key);
+  if (it != cache->end()) return it->second;
+  check_cublas(cublasLtMatmulPreferenceCreate(&d.preference), "cublasLtMatmulPreferenceCreate");
+  const uint64_t workspace = kWorkspaceBytes;
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace),
+                 "cublasLtMatmulPreferenceSetAttribute(workspace)");
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_first, sizeof(uint32_t),
+                 "cublasLtMatmulPreferenceSetAttribute(alignment A)");
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_second, sizeof(uint32_t),
+                 "cublasLtMatmulPreferenceSetAttribute(alignment B)");
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_out, sizeof(uint32_t),
+                 "cublasLtMatmulPreferenceSetAttribute(alignment C)");
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_out, sizeof(uint32_t),
+                 "cublasLtMatmulPreferenceSetAttribute(alignment D)");
+  cublasLtMatmulHeuristicResult_t heuristic{};
+  int found = 0;
+  check_cublas(cublasLtMatmulAlgoGetHeuristic(state.handle, d.op, d.first, d.second, d.out, d.out, d.preference, 1,
+                                              &heuristic, &found),
+               "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0) throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic found no algorithm for this GEMM");
+  return (*cache)[key] = heuristic.algo;
+}
+
 }  // namespace
 
 void set_allow_tf32(bool allow) { tf32 = allow; }
@@ -118,31 +158,12 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T
                "cublasLtMatrixLayoutCreate(A)");
   check_cublas(cublasLtMatrixLayoutCreate(&d.out, type, n, m, ldc), "cublasLtMatrixLayoutCreate(C)");
 
-  // The best algorithm for these shapes and these pointers' alignment.
-  check_cublas(cublasLtMatmulPreferenceCreate(&d.preference), "cublasLtMatmulPreferenceCreate");
-  const uint64_t workspace = kWorkspaceBytes;
-  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace),
-                 "cublasLtMatmulPreferenceSetAttribute(workspace)");
   const uint32_t align_first = alignment_of(b), align_second = alignment_of(a), align_out = alignment_of(c);
-  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_first, sizeof(uint32_t),
-                 "cublasLtMatmulPreferenceSetAttribute(alignment A)");
-  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_second, sizeof(uint32_t),
-                 "cublasLtMatmulPreferenceSetAttribute(alignment B)");
-  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_out, sizeof(uint32_t),
-                 "cublasLtMatmulPreferenceSetAttribute(alignment C)");
-  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_out, sizeof(uint32_t),
-                 "cublasLtMatmulPreferenceSetAttribute(alignment D)");
-  cublasLtMatmulHeuristicResult_t heuristic{};
-  int found = 0;
-  check_cublas(cublasLtMatmulAlgoGetHeuristic(state.handle, d.op, d.first, d.second, d.out, d.out, d.preference, 1,
-                                              &heuristic, &found),
-               "cublasLtMatmulAlgoGetHeuristic");
-  if (found == 0) {
-    throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic found no algorithm for " + std::to_string(m) + "x" +
-                             std::to_string(n) + "x" + std::to_string(k));
-  }
+  const GemmKey key{device, int(type), int(Types<T>::compute()), transpose_a, transpose_b, m, n, k, lda, ldb, ldc,
+                    align_first, align_second, align_out};
+  const cublasLtMatmulAlgo_t algo = algorithm_for(key, state, d, align_first, align_second, align_out);
   check_cublas(cublasLtMatmul(state.handle, d.op, &alpha, b, d.first, a, d.second, &beta, c, d.out, c, d.out,
-                              &heuristic.algo, state.workspace, kWorkspaceBytes, /*stream=*/0),
+                              &algo, state.workspace, kWorkspaceBytes, /*stream=*/0),
                "cublasLtMatmul");
 }
 
