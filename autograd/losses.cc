@@ -57,7 +57,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_
   check_floating("cross_entropy", logits);
   check(labels.defined() && labels.dtype() == DType::Int64 && labels.device() == logits.device(),
         "cross_entropy: labels must be int64 on ", logits.device(), ", got ",
-        labels.defined() ? dtype_name(labels.dtype()) : "undefined", labels.defined() ? " on " + labels.device().str() : "");
+        labels.defined() ? dtype_name(labels.dtype()) + std::string(" on ") + labels.device().str() : "undefined");
   check(logits.dim() == 2 && labels.dim() == 1 && labels.size(0) == logits.size(0),
         "cross_entropy: logits ", logits.shape(), " and labels ", labels.shape(),
         " must be [N, C] and [N]");
@@ -72,18 +72,19 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_
   const double mean_scale = 1.0 / double(counted ? counted : 1);
   const Device device = logits.device();
   Tensor lse = empty({rows}, logits.dtype(), device);
-  Tensor loss = empty({}, logits.dtype(), device);
+  Tensor loss;  // mean over the counted rows, shape []
   dispatch_floating_on_device(
       "cross_entropy", logits,
       [&](auto zero) {
         using T = decltype(zero);
+        loss = empty({}, logits.dtype());
         const double total = cpu::cross_entropy_forward<T>(logits.data<T>(), labels.data<int64_t>(), lse.data<T>(),
                                                            rows, cols, ignore_index);
         loss.data<T>()[0] = T(total * mean_scale);
       },
       [&](auto zero) {
         using T = decltype(zero);
-        Tensor row_loss = empty({rows, 1}, logits.dtype(), device);
+        Tensor row_loss = empty({rows, 1}, logits.dtype(), device);  // summed as one column
         kernels::cuda::cross_entropy_forward<T>(logits.cuda_data<T>(), labels.cuda_data<int64_t>(),
                                                 lse.cuda_data<T>(), row_loss.cuda_data<T>(), rows, cols, ignore_index,
                                                 device.index);

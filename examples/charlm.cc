@@ -190,7 +190,8 @@ void print_progress(int64_t step, int64_t total, double loss, double tokens_per_
 
 int run(const Config& c, Communicator& comm) {
   check(c.device == "cpu" || c.device == "cuda", "charlm: --device must be cpu or cuda, got ", c.device);
-  check(c.device == "cpu" || kernels::cuda::device_count() > 0, "charlm: --device cuda, but this machine has no CUDA device");
+  check(c.device == "cpu" || kernels::cuda::device_count() > 0,
+        "charlm: --device cuda, but this machine has no CUDA device");
   check(c.device == "cpu" || !c.data_parallel, "charlm: --data-parallel runs on CPU ranks (MPI); use --device cpu");
   const Device device = c.device == "cpu" ? Device::cpu() : Device::cuda(0);
   check(c.batch % comm.size() == 0, "charlm: --batch=", c.batch, " does not split evenly over ", comm.size(), " ranks");

@@ -382,7 +382,8 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
       const size_t i = cover[c];
       for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
         const Tensor& g = extra_output_grads[i][s];
-        grad_extra_outputs[c].push_back(g.defined() ? g : zeros(state.extra_output_shapes[i][s], state.dtype, state.device));
+        const Shape& shape = state.extra_output_shapes[i][s];
+        grad_extra_outputs[c].push_back(g.defined() ? g : zeros(shape, state.dtype, state.device));
       }
     }
 
