@@ -13,6 +13,8 @@
 #include "kernels/cuda/device_api.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
+#include "ops/basic/channel_bias.h"
+#include "ops/basic/conv2d.h"
 #include "ops/basic/embedding.h"
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
@@ -341,6 +343,46 @@ TEST_F(Cuda, LayerNormMatchesCpu) {
             return model(in[0]);
           },
           "LayerNorm " + describe(shape));
+    }
+  }
+}
+
+// Conv2d + ChannelBias (+ activation) through cuDNN, fused (ForwardConvBiasActivation: with ReLU
+// cuDNN's fused convolution-bias-activation call) and unfused, against the CPU's im2col + GEMM.
+TEST_F(Cuda, Conv2dBiasActivationMatchesCpu) {
+  struct Geometry {
+    int64_t batch, in_channels, out_channels, height, width, kernel, stride, padding;
+  };
+  const Geometry geometries[] = {{2, 3, 5, 9, 7, 3, 1, 1}, {1, 16, 33, 17, 19, 3, 2, 1}, {3, 4, 8, 6, 6, 1, 1, 0}};
+  const std::pair<std::string, std::function<std::shared_ptr<BasicOp>()>> activations[] = {
+      {"ReLU", [] { return std::make_shared<ReLU>(); }},
+      {"GELU", [] { return std::make_shared<GELU>(); }},
+      {"none", nullptr}};
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const Geometry& g : geometries) {
+      for (const auto& [name, activation] : activations) {
+        for (bool fused : {true, false}) {
+          const Tensor x = random({g.batch, g.in_channels, g.height, g.width}, dtype, 1);
+          const Tensor w = math::scaled(random({g.out_channels, g.in_channels, g.kernel, g.kernel}, dtype, 2), 0.2);
+          const Tensor b = math::scaled(random({g.out_channels}, dtype, 3), 0.5);
+          expect_gpu_matches_cpu(
+              {x, w, b},
+              [&](const auto& in) {
+                auto conv = std::make_shared<Conv2d>(g.in_channels, g.out_channels, g.kernel, g.stride, g.padding);
+                auto bias = std::make_shared<ChannelBias>(g.out_channels);
+                conv->parameter(0) = in[1];  // weight and bias under test: leaves whose grads are compared
+                bias->parameter(0) = in[2];
+                Sequential model({conv, bias});
+                if (activation) model.append(activation());
+                model.set_fusion_enabled(fused);
+                EXPECT_EQ(model.describe().find("ForwardConvBiasActivation") != std::string::npos, fused);
+                return model(in[0]);
+              },
+              "Conv2d " + describe({g.batch, g.in_channels, g.height, g.width}) + " kernel " +
+                  std::to_string(g.kernel) + " stride " + std::to_string(g.stride) + " + " + name +
+                  (fused ? " fused" : " unfused"));
+        }
+      }
     }
   }
 }

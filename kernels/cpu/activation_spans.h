@@ -43,4 +43,11 @@ void bias_activation_span(const T* bias, T* y, T* pre, int64_t n) {
                : baseline::bias_activation_span<T, Math>(bias, y, pre, n);
 }
 
+// pre = y + bias; y = act(pre), one bias value for the span
+template <class T, class Math>
+void scalar_bias_activation_span(T bias, T* y, T* pre, int64_t n) {
+  use_avx512() ? avx512::scalar_bias_activation_span<T, Math>(bias, y, pre, n)
+               : baseline::scalar_bias_activation_span<T, Math>(bias, y, pre, n);
+}
+
 }  // namespace fuselab::kernels::cpu

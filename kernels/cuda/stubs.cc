@@ -4,7 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/softmax.h"
+#include "kernels/cuda/channel_bias.h"
+#include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/device_api.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
@@ -12,6 +13,7 @@
 #include "kernels/cuda/linear_epilogue.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/optimizer_steps.h"
+#include "kernels/cuda/softmax.h"
 
 namespace fuselab::kernels::cuda {
 namespace {
@@ -100,16 +102,40 @@ template <class T>
 void layernorm_backward(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*, int64_t, int64_t, int) {
   unavailable("layernorm_input_grad_kernel");
 }
+template <class T>
+void conv2d_forward(const Conv2dGeometry&, const T*, const T*, T*, int) { unavailable("cudnnConvolutionForward"); }
+template <class T>
+void conv2d_bias_relu_forward(const Conv2dGeometry&, const T*, const T*, const T*, T*, int) {
+  unavailable("cudnnConvolutionBiasActivationForward");
+}
+template <class T>
+void conv2d_backward_data(const Conv2dGeometry&, const T*, const T*, T*, int) {
+  unavailable("cudnnConvolutionBackwardData");
+}
+template <class T>
+void conv2d_backward_filter(const Conv2dGeometry&, const T*, const T*, T*, int) {
+  unavailable("cudnnConvolutionBackwardFilter");
+}
+template <class T>
+void channel_bias_forward(const T*, const T*, T*, int64_t, int64_t, int64_t, int) { unavailable("channel_bias_kernel"); }
+template <class T>
+void channel_bias_activation_forward(Activation, const T*, T*, T*, int64_t, int64_t, int64_t, int) {
+  unavailable("channel_bias_activation_kernel");
+}
+template <class T>
+void channel_bias_grad(const T*, T*, int64_t, int64_t, int64_t, int) { unavailable("channel_bias_grad_kernel"); }
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 
-#define INSTANTIATE(T)                   \
+#define INSTANTIATE(T)                        \
+  FUSELAB_CUDA_CHANNEL_BIAS_INSTANTIATE(T)    \
+  FUSELAB_CUDA_CONV2D_INSTANTIATE(T)          \
   FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(T)     \
   FUSELAB_CUDA_GEMM_INSTANTIATE(T)            \
   FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(T) \
   FUSELAB_CUDA_NORMS_INSTANTIATE(T)           \
   FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(T) \
-  FUSELAB_CUDA_SOFTMAX_INSTANTIATE(T)   \
+  FUSELAB_CUDA_SOFTMAX_INSTANTIATE(T)         \
   FUSELAB_CUDA_EMBEDDING_INSTANTIATE(T)
 INSTANTIATE(float)
 INSTANTIATE(double)

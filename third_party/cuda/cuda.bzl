@@ -1,7 +1,7 @@
 """`cuda_library`: compiles .cu files with nvcc (sm_80 and sm_90) into a cc_library.
 
 Bazel 4 has no CUDA rules, so each .cu file becomes one genrule that runs `nvcc -c`, and the
-objects go into a cc_library that links cudart and cuBLASLt.
+objects go into a cc_library that links cudart, cuBLASLt and cuDNN.
 """
 
 load("@local_cuda//:defs.bzl", "CUDA_PATH")
@@ -15,19 +15,18 @@ NVCC_FLAGS = " ".join([
     "-I.",
 ])
 
+# cuBLASLt and cudart are in the toolkit's lib64/; cuDNN and NCCL in its lib/ on these machines.
 CUDA_LINKOPTS = [
     "-L%s/lib64" % CUDA_PATH,
     "-Wl,-rpath,%s/lib64" % CUDA_PATH,
-    "-lcudart",
-    "-lcublasLt",
-]
-
-# NCCL ships in the toolkit's lib/ (not lib64/) on these machines.
-NCCL_LINKOPTS = [
     "-L%s/lib" % CUDA_PATH,
     "-Wl,-rpath,%s/lib" % CUDA_PATH,
-    "-lnccl",
-] + CUDA_LINKOPTS
+    "-lcudart",
+    "-lcublasLt",
+    "-lcudnn",
+]
+
+NCCL_LINKOPTS = ["-lnccl"] + CUDA_LINKOPTS
 
 def cuda_library(name, srcs, hdrs = [], deps = [], **kwargs):
     objects = []

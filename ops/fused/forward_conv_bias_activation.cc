@@ -1,0 +1,64 @@
+#include "ops/fused/forward_conv_bias_activation.h"
+
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cuda/channel_bias.h"
+#include "kernels/cuda/conv2d.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/channel_bias.h"
+#include "ops/basic/conv2d.h"
+#include "tensor/dispatch.h"
+#include "tensor/factories.h"
+
+namespace fuselab {
+
+ForwardConvBiasActivation::ForwardConvBiasActivation(const OpList& ops)
+    : FusedOp("ForwardConvBiasActivation", ops, {Pass::Forward}) {}
+
+FusedForward ForwardConvBiasActivation::fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
+                                                      const TensorLists&) {
+  Conv2d& conv = op<Conv2d>(0);
+  ChannelBias& bias = op<ChannelBias>(1);
+  const bool has_activation = basic_ops().size() == 3;
+  const kernels::Conv2dGeometry g = conv.geometry(x);
+  const Activation act = has_activation ? op<ActivationOp>(2).activation() : Activation::ReLU;
+  Tensor y = empty(conv.output_shape(g), x.dtype(), x.device());
+  bias.check_channels(y);
+  Tensor pre;  // the activation's saved input
+  const bool keep_pre = has_activation && ctxs[2]->requires_backward();
+  dispatch_floating_on_device(
+      "ForwardConvBiasActivation", x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        if (keep_pre) pre = empty_like(y);
+        Tensor col = empty({kernels::cpu::conv2d_scratch(g)}, x.dtype());
+        kernels::cpu::conv2d_bias_activation_forward<T>(g, x.data<T>(), conv.weight().data<T>(), bias.bias().data<T>(),
+                                                        has_activation, act, keep_pre ? pre.data<T>() : nullptr,
+                                                        y.data<T>(), col.data<T>());
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        const int device = x.device().index;
+        const T* w = conv.weight().cuda_data<T>();
+        const T* b = bias.bias().cuda_data<T>();
+        if (has_activation && act == Activation::ReLU) {
+          // relu'(pre) = [pre > 0] = [y > 0]: y serves as ReLU's saved input, so cuDNN's fused
+          // call need not write pre.
+          kernels::cuda::conv2d_bias_relu_forward<T>(g, x.cuda_data<T>(), w, b, y.cuda_data<T>(), device);
+          if (keep_pre) pre = y;
+          return;
+        }
+        kernels::cuda::conv2d_forward<T>(g, x.cuda_data<T>(), w, y.cuda_data<T>(), device);
+        if (!has_activation) {
+          return kernels::cuda::channel_bias_forward<T>(y.cuda_data<T>(), b, y.cuda_data<T>(), g.batch,
+                                                        g.out_channels, g.out_plane(), device);
+        }
+        if (keep_pre) pre = empty_like(y);
+        kernels::cuda::channel_bias_activation_forward<T>(act, b, y.cuda_data<T>(), keep_pre ? pre.cuda_data<T>() : nullptr,
+                                                          g.batch, g.out_channels, g.out_plane(), device);
+      });
+  Conv2d::save_for_backward(*ctxs[0], x, conv.weight());
+  if (has_activation) ActivationOp::save_for_backward(*ctxs[2], pre);
+  return {y, TensorLists(basic_ops().size())};
+}
+
+}  // namespace fuselab
