@@ -1,6 +1,7 @@
 #include "tensor/tensor_math.h"
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cuda/device_api.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
 #include "tensor/dispatch.h"
@@ -144,7 +145,9 @@ Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
   const Shape shape = a.dim() == 3 ? Shape{batch, m, n} : Shape{m, n};
   check(!addend.defined() || addend.shape() == shape, "matmul: addend of shape ",
         addend.defined() ? addend.shape() : Shape{}, " for a product of shape ", shape);
-  Tensor out = addend.defined() ? addend.clone() : empty(shape, a.dtype(), a.device());
+  // On the CPU the addend is copied into the output and accumulated into (beta = 1); on CUDA the
+  // GEMM reads it as its C and writes the output as its D, with no copy.
+  Tensor out = addend.defined() && a.device().is_cpu() ? addend.clone() : empty(shape, a.dtype(), a.device());
   const int device = a.device().index;
   dispatch_floating_on_device(
       "matmul", a,
@@ -158,9 +161,15 @@ Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
       [&](auto zero) {
         using T = decltype(zero);
         for (int64_t i = 0; i < batch; ++i) {
-          gpu::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), a.cuda_data<T>() + i * ar * ac, ac,
-                       b.cuda_data<T>() + i * br * bc, bc, T(addend.defined() ? 1 : 0),
-                       out.cuda_data<T>() + i * m * n, n, device);
+          const T *ai = a.cuda_data<T>() + i * ar * ac, *bi = b.cuda_data<T>() + i * br * bc;
+          const T* c = addend.defined() ? addend.cuda_data<T>() + i * m * n : nullptr;
+          T* d = out.cuda_data<T>() + i * m * n;
+          if (gpu::gemm_with_epilogue<T>(transpose_a, transpose_b, m, n, k, ai, ac, bi, bc, T(c ? 1 : 0), c, d, n,
+                                         gpu::GemmEpilogue::None, nullptr, nullptr, device)) {
+            continue;
+          }
+          if (c) gpu::copy_device_to_device(d, c, size_t(m * n) * sizeof(T), device);
+          gpu::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), ai, ac, bi, bc, T(c ? 1 : 0), d, n, device);
         }
       });
   return out;

@@ -13,6 +13,7 @@
 #include "kernels/cuda/device_api.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
+#include "ops/basic/bias.h"
 #include "ops/basic/channel_bias.h"
 #include "ops/basic/conv2d.h"
 #include "ops/basic/embedding.h"
@@ -296,6 +297,44 @@ TEST_F(Cuda, FusedSequentialMatchesCpuAndUnfused) {
     expect_close(gpu[i], cpu[i], 1e-5, "fused on the GPU against the CPU, tensor " + std::to_string(i));
     expect_close(gpu[i], unfused[i].to(Device::cpu()), 1e-5,
                  "fused against unfused on the GPU, tensor " + std::to_string(i));
+  }
+}
+
+// Each forward fusion of Linear + Bias on the GPU, where cuBLASLt applies the epilogue (bias,
+// bias + ReLU, bias + GELU with its aux output, the residual as C) and where it falls back to a
+// GEMM plus one pass (SiLU, float64 GELU, an output width that is not a multiple of 8 for GELU's
+// aux), against the CPU: outputs and every grad.
+TEST_F(Cuda, LinearEpiloguesMatchCpu) {
+  const std::pair<std::string, std::function<std::shared_ptr<BasicOp>()>> tails[] = {
+      {"ReLU", [] { return std::make_shared<ReLU>(); }},
+      {"GELU", [] { return std::make_shared<GELU>(); }},
+      {"SiLU", [] { return std::make_shared<SiLU>(); }},
+      {"bias only", nullptr},
+      {"residual", [] { return std::make_shared<AddExtraInput>(); }}};
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (int64_t out : {64, 37}) {
+      for (const auto& [name, tail] : tails) {
+        const Tensor x = random({33, 24}, dtype, 1);
+        const Tensor w = math::scaled(random({out, 24}, dtype, 2), 0.3);
+        const Tensor b = random({out}, dtype, 3);
+        const bool with_residual = name == "residual";
+        std::vector<Tensor> inputs{x, w, b};
+        if (with_residual) inputs.push_back(random({33, out}, dtype, 4));
+        expect_gpu_matches_cpu(
+            inputs,
+            [&](const auto& in) {
+              auto linear = std::make_shared<Linear>(24, out);
+              auto bias = std::make_shared<Bias>(out);
+              linear->parameter(0) = in[1];  // weight and bias under test: leaves whose grads are compared
+              bias->parameter(0) = in[2];
+              Sequential model({linear, bias});
+              if (tail) model.append(tail());
+              EXPECT_NE(model.describe().find("ForwardLinearBias"), std::string::npos) << model.describe();
+              return with_residual ? model(in[0], {in[3]}).output : model(in[0]);
+            },
+            "Linear+Bias+" + name + " " + dtype_name(dtype) + " out " + std::to_string(out));
+      }
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -92,16 +93,50 @@ void set_preference(cublasLtMatmulPreference_t preference, cublasLtMatmulPrefere
   check_cublas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, value, size), what);
 }
 
+cublasLtEpilogue_t cublaslt_epilogue(GemmEpilogue epilogue) {
+  switch (epilogue) {
+    case GemmEpilogue::None: return CUBLASLT_EPILOGUE_DEFAULT;
+    case GemmEpilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
+    case GemmEpilogue::BiasReLU: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case GemmEpilogue::BiasGELUAux: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// One GEMM as gemm_with_epilogue states it.
+template <class T>
+struct GemmCall {
+  bool transpose_a, transpose_b;
+  int64_t m, n, k;
+  T alpha;
+  const T* a;
+  int64_t lda;
+  const T* b;
+  int64_t ldb;
+  T beta;
+  const T* c;
+  T* d;
+  int64_t ldd;
+  GemmEpilogue epilogue;
+  const T* bias;
+  T* aux;
+};
+
 // Everything the algorithm choice depends on.
 using GemmKey = std::tuple<int, int, int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, uint32_t,
-                           uint32_t, uint32_t>;
+                           uint32_t, uint32_t, int>;
 
-// cuBLASLt's best algorithm for one GEMM shape, asked once per key and cached for the process.
-// The preference states the workspace and the operands' real alignment.
-cublasLtMatmulAlgo_t algorithm_for(const GemmKey& key, const DeviceGemmState& state, MatmulDescriptors& d,
-                                   uint32_t align_first, uint32_t align_second, uint32_t align_out) {
+// cuBLASLt's best algorithm for one GEMM shape and epilogue, asked once per key and cached for the
+// process (found = false when it has none). The preference states the workspace and the
+// operands' real alignment.
+struct CachedAlgorithm {
+  bool found;
+  cublasLtMatmulAlgo_t algo;
+};
+CachedAlgorithm algorithm_for(const GemmKey& key, const DeviceGemmState& state, MatmulDescriptors& d,
+                              uint32_t align_first, uint32_t align_second, uint32_t align_out) {
   static std::mutex mutex;
-  static auto* cache = new std::map<GemmKey, cublasLtMatmulAlgo_t>();
+  static auto* cache = new std::map<GemmKey, CachedAlgorithm>();
   std::lock_guard<std::mutex> lock(mutex);
   const auto it = cache->find(key);
   if (it != cache->end()) return it->second;
@@ -122,8 +157,60 @@ cublasLtMatmulAlgo_t algorithm_for(const GemmKey& key, const DeviceGemmState& st
   check_cublas(cublasLtMatmulAlgoGetHeuristic(state.handle, d.op, d.first, d.second, d.out, d.out, d.preference, 1,
                                               &heuristic, &found),
                "cublasLtMatmulAlgoGetHeuristic");
-  if (found == 0) throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic found no algorithm for this GEMM");
-  return (*cache)[key] = heuristic.algo;
+  return (*cache)[key] = {found > 0, heuristic.algo};
+}
+
+template <class Value>
+void set_matmul_attribute(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t attribute, const Value& value,
+                          const char* what) {
+  check_cublas(cublasLtMatmulDescSetAttribute(op, attribute, &value, sizeof(value)), what);
+}
+
+// Runs one GEMM; false when cuBLASLt has no algorithm for it.
+template <class T>
+bool run_gemm(const GemmCall<T>& call, int device) {
+  use_device(device);
+  DeviceGemmState& state = state_of(device);
+  const cudaDataType_t type = Types<T>::data;
+  MatmulDescriptors d;
+  check_cublas(cublasLtMatmulDescCreate(&d.op, Types<T>::compute(), type), "cublasLtMatmulDescCreate");
+  // Column-major: first = B (n x k after its op), second = A (k x m after its op).
+  const cublasOperation_t op_first = call.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = call.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  set_matmul_attribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, op_first, "cublasLtMatmulDescSetAttribute(TRANSA)");
+  set_matmul_attribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, op_second, "cublasLtMatmulDescSetAttribute(TRANSB)");
+  if (call.epilogue != GemmEpilogue::None) {
+    // The bias runs along column-major D's rows, which are the row-major output's columns (n).
+    set_matmul_attribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, cublaslt_epilogue(call.epilogue),
+                         "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    set_matmul_attribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(call.bias),
+                         "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  }
+  if (call.epilogue == GemmEpilogue::BiasGELUAux) {
+    set_matmul_attribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, static_cast<void*>(call.aux),
+                         "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
+    set_matmul_attribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, call.ldd,
+                         "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)");
+  }
+  // Stored shapes, column-major: B is [n, k] (or [k, n] transposed), A is [k, m] (or [m, k]).
+  const int64_t m = call.m, n = call.n, k = call.k;
+  check_cublas(cublasLtMatrixLayoutCreate(&d.first, type, call.transpose_b ? k : n, call.transpose_b ? n : k, call.ldb),
+               "cublasLtMatrixLayoutCreate(B)");
+  check_cublas(cublasLtMatrixLayoutCreate(&d.second, type, call.transpose_a ? m : k, call.transpose_a ? k : m, call.lda),
+               "cublasLtMatrixLayoutCreate(A)");
+  check_cublas(cublasLtMatrixLayoutCreate(&d.out, type, n, m, call.ldd), "cublasLtMatrixLayoutCreate(C, D)");
+
+  const T* c = call.c ? call.c : call.d;
+  const uint32_t align_first = alignment_of(call.b), align_second = alignment_of(call.a);
+  const uint32_t align_out = std::min(alignment_of(c), alignment_of(call.d));
+  const GemmKey key{device, int(type), int(Types<T>::compute()), call.transpose_a, call.transpose_b, m, n, k,
+                    call.lda, call.ldb, call.ldd, align_first, align_second, align_out, int(call.epilogue)};
+  const CachedAlgorithm algo = algorithm_for(key, state, d, align_first, align_second, align_out);
+  if (!algo.found) return false;
+  check_cublas(cublasLtMatmul(state.handle, d.op, &call.alpha, call.b, d.first, call.a, d.second, &call.beta, c, d.out,
+                              call.d, d.out, &algo.algo, state.workspace, kWorkspaceBytes, /*stream=*/0),
+               "cublasLtMatmul");
+  return true;
 }
 
 }  // namespace
@@ -139,32 +226,22 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T
     if (ldc != n) throw std::runtime_error("gemm with k = 0 needs ldc == n");
     return scale(c, beta, c, m * n, device);
   }
-  use_device(device);
-  DeviceGemmState& state = state_of(device);
-  const cudaDataType_t type = Types<T>::data;
-  MatmulDescriptors d;
-  check_cublas(cublasLtMatmulDescCreate(&d.op, Types<T>::compute(), type), "cublasLtMatmulDescCreate");
-  // Column-major: first = B (n x k after its op), second = A (k x m after its op).
-  const cublasOperation_t op_first = transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_second = transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  check_cublas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)),
-               "cublasLtMatmulDescSetAttribute(TRANSA)");
-  check_cublas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)),
-               "cublasLtMatmulDescSetAttribute(TRANSB)");
-  // Stored shapes, column-major: B is [n, k] (or [k, n] transposed), A is [k, m] (or [m, k]).
-  check_cublas(cublasLtMatrixLayoutCreate(&d.first, type, transpose_b ? k : n, transpose_b ? n : k, ldb),
-               "cublasLtMatrixLayoutCreate(B)");
-  check_cublas(cublasLtMatrixLayoutCreate(&d.second, type, transpose_a ? m : k, transpose_a ? k : m, lda),
-               "cublasLtMatrixLayoutCreate(A)");
-  check_cublas(cublasLtMatrixLayoutCreate(&d.out, type, n, m, ldc), "cublasLtMatrixLayoutCreate(C)");
+  const GemmCall<T> call{transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, c, ldc,
+                         GemmEpilogue::None, nullptr, nullptr};
+  if (!run_gemm(call, device)) throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic found no algorithm for this GEMM");
+}
 
-  const uint32_t align_first = alignment_of(b), align_second = alignment_of(a), align_out = alignment_of(c);
-  const GemmKey key{device, int(type), int(Types<T>::compute()), transpose_a, transpose_b, m, n, k, lda, ldb, ldc,
-                    align_first, align_second, align_out};
-  const cublasLtMatmulAlgo_t algo = algorithm_for(key, state, d, align_first, align_second, align_out);
-  check_cublas(cublasLtMatmul(state.handle, d.op, &alpha, b, d.first, a, d.second, &beta, c, d.out, c, d.out,
-                              &algo, state.workspace, kWorkspaceBytes, /*stream=*/0),
-               "cublasLtMatmul");
+template <class T>
+bool gemm_with_epilogue(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+                        const T* b, int64_t ldb, T beta, const T* c, T* d, int64_t ldd, GemmEpilogue epilogue,
+                        const T* bias, T* aux, int device) {
+  if (m == 0 || n == 0 || k == 0) return false;  // nothing for cuBLASLt to do: the caller's kernels handle it
+  // Conservative: 16-byte aligned epilogue vectors (Marian found 8 failing on A100) and an aux
+  // stride that is a multiple of 8 elements, as cuBLASLt's docs ask of aux buffers.
+  if (bias && alignment_of(bias) < 16) return false;
+  if (epilogue == GemmEpilogue::BiasGELUAux && (alignment_of(aux) < 16 || ldd % 8 != 0)) return false;
+  const GemmCall<T> call{transpose_a, transpose_b, m, n, k, T(1), a, lda, b, ldb, beta, c, d, ldd, epilogue, bias, aux};
+  return run_gemm(call, device);
 }
 
 FUSELAB_CUDA_GEMM_INSTANTIATE(float)

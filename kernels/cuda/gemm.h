@@ -14,14 +14,30 @@ template <class T>
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int device);
 
+// What cuBLASLt applies to the product before it writes D, over the row-major output's last dim
+// (length n): a bias, then optionally ReLU or GELU (tanh form); GELU also writes its input, the
+// pre-activation, to an aux buffer.
+enum class GemmEpilogue { None, Bias, BiasReLU, BiasGELUAux };
+
+// D[m, n] = op(A) op(B) + beta * C, then the epilogue. C (row stride ldd, may be D itself) is
+// read only when beta != 0; bias is [n]; aux (row stride ldd) only for BiasGELUAux.
+// Returns false, having done nothing, when cuBLASLt offers no algorithm for this epilogue, dtype
+// and alignment: the caller then applies the epilogue with its own kernel.
+template <class T>
+bool gemm_with_epilogue(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+                        const T* b, int64_t ldb, T beta, const T* c, T* d, int64_t ldd, GemmEpilogue epilogue,
+                        const T* bias, T* aux, int device);
+
 // TF32 tensor cores for float32 GEMMs (about 1e-3 relative error); off by default, and on
 // with FUSELAB_ALLOW_TF32=1.
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
 // The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
-#define FUSELAB_CUDA_GEMM_INSTANTIATE(T) \
-  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*, \
-                        int64_t, int);
+#define FUSELAB_CUDA_GEMM_INSTANTIATE(T)                                                                         \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*,      \
+                        int64_t, int);                                                                              \
+  template bool gemm_with_epilogue<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, \
+                                      T, const T*, T*, int64_t, GemmEpilogue, const T*, T*, int);
 
 }  // namespace fuselab::kernels::cuda

@@ -1,5 +1,7 @@
 #include "kernels/cuda/linear_epilogue.h"
 
+#include <type_traits>
+
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/elementwise.h"
@@ -38,11 +40,29 @@ struct ActivationGradTerms {
   }
 };
 
+// The epilogue cuBLASLt can apply itself to y = x W^T for this activation, or None. ReLU needs
+// no aux output when the caller keeps none (pre null); GELU's aux is pre. cuBLASLt's GELU is
+// used for float only: float64 keeps the reference math of activation_math.h.
+template <class T>
+GemmEpilogue library_epilogue(bool has_activation, Activation act, const T* pre) {
+  if (!has_activation) return GemmEpilogue::Bias;
+  if (act == Activation::ReLU && pre == nullptr) return GemmEpilogue::BiasReLU;
+  if (act == Activation::GELU && pre != nullptr && std::is_same<T, float>::value) return GemmEpilogue::BiasGELUAux;
+  return GemmEpilogue::None;
+}
+
 }  // namespace
 
 template <class T>
 void linear_bias_activation_forward(const T* x, const T* w, const T* b, bool has_activation, Activation act, T* pre,
                                     T* y, int64_t rows, int64_t in, int64_t out, int device) {
+  // One cuBLASLt call with the epilogue where it has one ...
+  const GemmEpilogue epilogue = library_epilogue(has_activation, act, pre);
+  if (epilogue != GemmEpilogue::None &&
+      gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, T(0), nullptr, y, out, epilogue, b, pre, device)) {
+    return;
+  }
+  // ... otherwise the GEMM, then one pass for the bias and the activation.
   gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out, device);
   if (!has_activation) return binary<T>(BinaryOp::Add, y, b, y, rows, out, Broadcast::Row, device);
   const int64_t n = rows * out;
@@ -56,6 +76,12 @@ void linear_bias_activation_forward(const T* x, const T* w, const T* b, bool has
 template <class T>
 void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residual, T* y, int64_t rows, int64_t in,
                              int64_t out, int device) {
+  // y = x W^T + 1 * residual (+ b), one cuBLASLt call reading the residual as its C ...
+  if (gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, T(1), residual, y, out,
+                            b ? GemmEpilogue::Bias : GemmEpilogue::None, b, nullptr, device)) {
+    return;
+  }
+  // ... otherwise the GEMM, then one pass for the bias and the residual.
   gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out, device);
   const int64_t n = rows * out;
   if (n == 0) return;

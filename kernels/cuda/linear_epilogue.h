@@ -1,5 +1,7 @@
 // The fused ops' kernels on CUDA, with the contracts of kernels/cpu/linear_epilogue.h and
-// kernels/cpu/bias_activation.h: a cuBLASLt GEMM, then one pass that applies the rest.
+// kernels/cpu/bias_activation.h. The forward ones are one cuBLASLt call whose epilogue applies
+// the rest where cuBLASLt has that epilogue (bias; bias + ReLU; bias + GELU keeping pre as its aux
+// output; the residual read as the GEMM's C with beta = 1), and otherwise a GEMM, then one pass.
 //
 //   linear_bias_activation_forward:  pre = x W^T + b;  y = act(pre)  (y = pre without activation)
 //   linear_bias_add_forward:         y = x W^T (+ b) + residual

@@ -50,6 +50,11 @@ void gemm(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*,
   unavailable("cublasLtMatmul");
 }
 template <class T>
+bool gemm_with_epilogue(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, T, const T*, T*,
+                        int64_t, GemmEpilogue, const T*, T*, int) {
+  unavailable("cublasLtMatmul");
+}
+template <class T>
 void rmsnorm_forward(const T*, const T*, T*, T*, int64_t, int64_t, T, int) { unavailable("rmsnorm_forward_kernel"); }
 int64_t norm_backward_scratch(int64_t, int64_t) { return 0; }
 template <class T>

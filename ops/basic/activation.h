@@ -10,7 +10,9 @@ namespace fuselab {
 using kernels::Activation;
 
 struct ActivationSaved {
-  Tensor input;  // x, the pre-activation
+  // x, the pre-activation. For ReLU the output serves as well, since relu'(x) = [x > 0] =
+  // [relu(x) > 0]: fused ops that never write x (cuBLASLt's and cuDNN's bias + ReLU) save y.
+  Tensor input;
 };
 
 class ActivationOp : public BasicOp {

@@ -23,8 +23,8 @@ FusedForward ForwardConvBiasActivation::fuser_forward(const std::vector<OpContex
   const Activation act = has_activation ? op<ActivationOp>(2).activation() : Activation::ReLU;
   Tensor y = empty(conv.output_shape(g), x.dtype(), x.device());
   bias.check_channels(y);
-  Tensor pre;  // the activation's saved input
-  const bool keep_pre = has_activation && ctxs[2]->requires_backward();
+  Tensor pre;  // the activation's saved input; for ReLU y serves (ActivationSaved)
+  const bool keep_pre = has_activation && act != Activation::ReLU && ctxs[2]->requires_backward();
   dispatch_floating_on_device(
       "ForwardConvBiasActivation", x,
       [&](auto zero) {
@@ -41,11 +41,7 @@ FusedForward ForwardConvBiasActivation::fuser_forward(const std::vector<OpContex
         const T* w = conv.weight().cuda_data<T>();
         const T* b = bias.bias().cuda_data<T>();
         if (has_activation && act == Activation::ReLU) {
-          // relu'(pre) = [pre > 0] = [y > 0]: y serves as ReLU's saved input, so cuDNN's fused
-          // call need not write pre.
-          kernels::cuda::conv2d_bias_relu_forward<T>(g, x.cuda_data<T>(), w, b, y.cuda_data<T>(), device);
-          if (keep_pre) pre = y;
-          return;
+          return kernels::cuda::conv2d_bias_relu_forward<T>(g, x.cuda_data<T>(), w, b, y.cuda_data<T>(), device);
         }
         kernels::cuda::conv2d_forward<T>(g, x.cuda_data<T>(), w, y.cuda_data<T>(), device);
         if (!has_activation) {
@@ -57,7 +53,7 @@ FusedForward ForwardConvBiasActivation::fuser_forward(const std::vector<OpContex
                                                           g.batch, g.out_channels, g.out_plane(), device);
       });
   Conv2d::save_for_backward(*ctxs[0], x, conv.weight());
-  if (has_activation) ActivationOp::save_for_backward(*ctxs[2], pre);
+  if (has_activation) ActivationOp::save_for_backward(*ctxs[2], act == Activation::ReLU ? y : pre);
   return {y, TensorLists(basic_ops().size())};
 }
 

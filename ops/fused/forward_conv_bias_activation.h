@@ -4,7 +4,7 @@
 // cache, instead of two more passes over the whole output (kernels/cpu/conv2d.h).
 // CUDA: with ReLU, one cuDNN call (cudnnConvolutionBiasActivationForward); otherwise cuDNN's
 // convolution, then one kernel for bias and activation. Fills Conv2dSaved {x, w} and
-// ActivationSaved {pre}.
+// ActivationSaved {pre}, or {y} for ReLU (see ActivationSaved).
 #pragma once
 
 #include "ops/fused_op.h"

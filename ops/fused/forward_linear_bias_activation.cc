@@ -24,8 +24,10 @@ FusedForward ForwardLinearBiasActivation::fuser_forward(const std::vector<OpCont
   Shape out_shape = x.shape();
   out_shape.back() = linear.out_features();
   Tensor y = empty(out_shape, x.dtype(), x.device());
-  Tensor pre = has_activation && ctxs[2]->requires_backward() ? empty(out_shape, x.dtype(), x.device()) : Tensor();
   const Activation act = has_activation ? op<ActivationOp>(2).activation() : Activation::ReLU;
+  // ReLU's backward reads y instead of pre (ActivationSaved), so no pre is written for it.
+  const bool keep_pre = has_activation && act != Activation::ReLU && ctxs[2]->requires_backward();
+  Tensor pre = keep_pre ? empty(out_shape, x.dtype(), x.device()) : Tensor();
   const int64_t rows = math::rows_of(x), in = linear.in_features(), out = linear.out_features();
   dispatch_floating_on_device(
       "ForwardLinearBiasActivation", x,
@@ -43,7 +45,7 @@ FusedForward ForwardLinearBiasActivation::fuser_forward(const std::vector<OpCont
             pre.defined() ? pre.cuda_data<T>() : nullptr, y.cuda_data<T>(), rows, in, out, x.device().index);
       });
   Linear::save_for_backward(*ctxs[0], x, linear.weight());
-  if (has_activation) ActivationOp::save_for_backward(*ctxs[2], pre);
+  if (has_activation) ActivationOp::save_for_backward(*ctxs[2], act == Activation::ReLU ? y : pre);
   return {y, TensorLists(basic_ops().size())};
 }
 
