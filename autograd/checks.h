@@ -5,18 +5,11 @@
 
 namespace fuselab {
 
-// For ops with CPU and CUDA kernels.
+// Every functional op has CPU and CUDA kernels; this checks the dtype.
 inline void check_floating(const char* op, const Tensor& t) {
   check(t.defined(), op, ": undefined tensor argument");
   check(is_floating(t.dtype()), op, ": needs a float32 or float64 tensor, got ", t.dtype(), " of shape ",
         t.shape());
-}
-
-// For ops with CPU kernels only.
-inline void check_floating_cpu(const char* op, const Tensor& t) {
-  check_floating(op, t);
-  check(t.device().is_cpu(), op, " on ", t.device(), " (shape ", t.shape(),
-        ") is not implemented yet: only CPU tensors so far");
 }
 
 inline void check_same_dtype_device(const char* op, const Tensor& a, const Tensor& b) {

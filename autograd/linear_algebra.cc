@@ -3,6 +3,7 @@
 #include "autograd/checks.h"
 #include "autograd/functional.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cuda/elementwise.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -30,17 +31,23 @@ Tensor transposed(const Tensor& x) {
   const int64_t batch = plane ? x.numel() / plane : 0;
   Shape shape = x.shape();
   std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
-  Tensor out = empty(shape, x.dtype());
-  dispatch_floating(x.dtype(), "transpose", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::cpu::transpose<T>(x.data<T>(), out.data<T>(), batch, rows, cols);
-  });
+  Tensor out = empty(shape, x.dtype(), x.device());
+  dispatch_floating_on_device(
+      "transpose", x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cpu::transpose<T>(x.data<T>(), out.data<T>(), batch, rows, cols);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cuda::transpose<T>(x.cuda_data<T>(), out.cuda_data<T>(), batch, rows, cols, x.device().index);
+      });
   return out;
 }
 }  // namespace
 
 Tensor transpose(const Tensor& x) {
-  check_floating_cpu("transpose", x);
+  check_floating("transpose", x);
   check(x.dim() >= 2, "transpose: needs at least 2 dims, got shape ", x.shape());
   return record("transpose", {x}, transposed(x), [](const auto& grads, const auto&) {
     return std::vector<Tensor>{transposed(grads[0])};

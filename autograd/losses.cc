@@ -2,7 +2,9 @@
 //   mse = mean (p - t)^2:  dp = 2 (p - t) g / n,  dt = -dp
 #include "autograd/checks.h"
 #include "autograd/functional.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/softmax.h"
+#include "kernels/cuda/optimizer_steps.h"
 #include "kernels/cuda/softmax.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
@@ -112,21 +114,25 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_
 }
 
 Tensor mse(const Tensor& prediction, const Tensor& target) {
-  check_floating_cpu("mse", prediction);
-  check_floating_cpu("mse", target);
+  check_floating("mse", prediction);
+  check_floating("mse", target);
   check_same_dtype_device("mse", prediction, target);
   check(prediction.shape() == target.shape(), "mse: prediction ", prediction.shape(), " and target ",
         target.shape(), " must have the same shape");
   const Tensor diff = math::binary(math::BinaryOp::Sub, prediction, target);
   const double n = double(diff.numel() ? diff.numel() : 1);
-  Tensor loss = full({}, 0, prediction.dtype());
-  dispatch_floating(diff.dtype(), "mse", [&](auto zero) {
-    using T = decltype(zero);
-    const T* d = diff.data<T>();
-    double total = 0;
-    for (int64_t i = 0; i < diff.numel(); ++i) total += double(d[i]) * double(d[i]);
-    loss.data<T>()[0] = T(total / n);
-  });
+  double total = 0;  // sum (p - t)^2
+  dispatch_floating_on_device(
+      "mse", diff,
+      [&](auto zero) {
+        using T = decltype(zero);
+        total = kernels::cpu::sum_squares(diff.data<T>(), diff.numel());
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        total = kernels::cuda::sum_squares(diff.cuda_data<T>(), diff.numel(), diff.device().index);
+      });
+  Tensor loss = full({}, total / n, prediction.dtype(), prediction.device());
   return record("mse", {prediction, target}, loss, [diff, n](const auto& grads, const auto& needs) {
     const Tensor dp = math::scaled(diff, 2.0 * grads[0].item() / n);
     return std::vector<Tensor>{needs[0] ? dp : Tensor(), needs[1] ? math::scaled(dp, -1) : Tensor()};

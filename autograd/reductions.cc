@@ -5,6 +5,7 @@
 #include "autograd/checks.h"
 #include "autograd/functional.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cuda/elementwise.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -23,26 +24,39 @@ Tensor reduce_all(const char* name, const Tensor& x, double factor) {
 }
 
 Tensor reduce_last_dim(const char* name, const Tensor& x, double factor) {
-  check_floating_cpu(name, x);
+  check_floating(name, x);
   check(x.dim() >= 1, name, ": needs at least one dim, got shape ", x.shape());
   const int64_t cols = x.size(-1), rows = cols ? x.numel() / cols : 0;
-  Shape out_shape(x.shape().begin(), x.shape().end() - 1);
-  Tensor out = empty(out_shape, x.dtype());
-  dispatch_floating(x.dtype(), name, [&](auto zero) {
-    using T = decltype(zero);
-    kernels::cpu::sum_cols<T>(x.data<T>(), rows, cols, out.data<T>());
-    kernels::cpu::scale<T>(out.data<T>(), T(factor), out.data<T>(), rows);
-  });
+  Tensor out = empty(Shape(x.shape().begin(), x.shape().end() - 1), x.dtype(), x.device());
+  dispatch_floating_on_device(
+      name, x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cpu::sum_cols<T>(x.data<T>(), rows, cols, out.data<T>());
+        kernels::cpu::scale<T>(out.data<T>(), T(factor), out.data<T>(), rows);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cuda::sum_cols<T>(x.cuda_data<T>(), rows, cols, T(factor), out.cuda_data<T>(), x.device().index);
+      });
   const Shape shape = x.shape();
   return record(name, {x}, out, [shape, rows, cols, factor](const auto& grads, const auto&) {
-    Tensor dx = empty(shape, grads[0].dtype());
-    dispatch_floating(dx.dtype(), "sum backward", [&](auto zero) {
-      using T = decltype(zero);
-      const T* dy = grads[0].template data<T>();
-      T* out = dx.data<T>();
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = T(dy[r] * factor);
-    });
+    const Tensor& dy = grads[0];
+    Tensor dx = empty(shape, dy.dtype(), dy.device());
+    dispatch_floating_on_device(
+        "sum backward", dy,
+        [&](auto zero) {
+          using T = decltype(zero);
+          const T* g = dy.template data<T>();
+          T* out = dx.data<T>();
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = T(g[r] * factor);
+        },
+        [&](auto zero) {
+          using T = decltype(zero);
+          kernels::cuda::expand_cols<T>(dy.template cuda_data<T>(), rows, cols, T(factor), dx.cuda_data<T>(),
+                                        dy.device().index);
+        });
     return std::vector<Tensor>{dx};
   });
 }

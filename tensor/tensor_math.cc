@@ -1,8 +1,10 @@
 #include "tensor/tensor_math.h"
 
+#include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda/device_api.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
@@ -173,6 +175,48 @@ Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
         }
       });
   return out;
+}
+
+Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {
+  check(table.dim() == 2, op, ": table must be [V, D], got shape ", table.shape());
+  check(ids.defined() && ids.dtype() == DType::Int64 && ids.device() == table.device(), op,
+        ": ids must be int64 on ", table.device());
+  const int64_t vocab = table.size(0), dim = table.size(1);
+  for (int64_t id : ids.to_vector<int64_t>()) {
+    check(0 <= id && id < vocab, op, ": id ", id, " out of range for a table of shape ", table.shape());
+  }
+  Shape out_shape = ids.shape();
+  out_shape.push_back(dim);
+  Tensor out = empty(out_shape, table.dtype(), table.device());
+  dispatch_floating_on_device(
+      op, table,
+      [&](auto zero) {
+        using T = decltype(zero);
+        cpu::embedding_forward<T>(table.data<T>(), ids.data<int64_t>(), out.data<T>(), ids.numel(), dim);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        gpu::embedding_forward<T>(table.cuda_data<T>(), ids.cuda_data<int64_t>(), out.cuda_data<T>(), ids.numel(), dim,
+                                  table.device().index);
+      });
+  return out;
+}
+
+Tensor embedding_backward(const Tensor& dout, const Tensor& ids, const Shape& table_shape) {
+  Tensor dtable = zeros(table_shape, dout.dtype(), dout.device());
+  const int64_t vocab = table_shape[0], dim = table_shape[1];
+  dispatch_floating_on_device(
+      "embedding backward", dout,
+      [&](auto zero) {
+        using T = decltype(zero);
+        cpu::embedding_backward<T>(dout.data<T>(), ids.data<int64_t>(), dtable.data<T>(), ids.numel(), dim);
+      },
+      [&](auto zero) {  // writes every row of dtable
+        using T = decltype(zero);
+        gpu::embedding_backward<T>(dout.cuda_data<T>(), ids.cuda_data<int64_t>(), dtable.cuda_data<T>(), ids.numel(),
+                                   vocab, dim, dout.device().index);
+      });
+  return dtable;
 }
 
 }  // namespace fuselab::math

@@ -27,6 +27,11 @@ Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy);
 // set. a and b are both 2-D, or both 3-D with the same batch size. A defined addend, of the
 // result's shape, is copied into the result and the GEMM accumulates onto it (beta = 1).
 Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend = Tensor());
+// out[i] = table[ids[i]] for a [V, D] table and int64 ids on its device (throws naming `op` when
+// an id is out of range), and its adjoint, the scatter-add dtable[ids[i]] += dout[i].
+Tensor embedding(const char* op, const Tensor& table, const Tensor& ids);
+Tensor embedding_backward(const Tensor& dout, const Tensor& ids, const Shape& table_shape);
+
 // Rows of a 2-D-or-more tensor: all dims but the last, flattened.
 int64_t rows_of(const Tensor& x);
 

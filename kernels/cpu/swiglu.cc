@@ -1,7 +1,7 @@
 #include "kernels/cpu/swiglu.h"
 
-#include "kernels/activation_math.h"
 #include "kernels/cpu/threading.h"
+#include "kernels/swiglu_math.h"
 
 namespace fuselab::kernels::cpu {
 
@@ -11,7 +11,7 @@ void swiglu_forward(const T* x, T* y, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* a = x + r * 2 * n;
     const T* b = a + n;
-    for (int64_t j = 0; j < n; ++j) y[r * n + j] = SiLUMath::forward(a[j]) * b[j];
+    for (int64_t j = 0; j < n; ++j) y[r * n + j] = swiglu_forward_value(a[j], b[j]);
   }
 }
 
@@ -23,11 +23,7 @@ void swiglu_backward(const T* x, const T* dy, T* dx, int64_t rows, int64_t n) {
     const T* b = a + n;
     T* da = dx + r * 2 * n;
     T* db = da + n;
-    for (int64_t j = 0; j < n; ++j) {
-      const T g = dy[r * n + j];
-      da[j] = g * b[j] * SiLUMath::grad(a[j]);
-      db[j] = g * SiLUMath::forward(a[j]);
-    }
+    for (int64_t j = 0; j < n; ++j) swiglu_grads(a[j], b[j], dy[r * n + j], &da[j], &db[j]);
   }
 }
 

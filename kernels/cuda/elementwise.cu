@@ -1,6 +1,7 @@
 // CUDA elementwise kernels: grid-stride loops, one element per thread per step.
 #include "kernels/cuda/elementwise.h"
 
+#include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/column_sums.cuh"
 #include "kernels/cuda/cuda_check.h"
 
@@ -44,6 +45,43 @@ __global__ void activation_forward_kernel(const T* x, T* y, int64_t n) {
 template <class T, class Math>
 __global__ void activation_backward_kernel(const T* x, const T* dy, T* dx, int64_t n) {
   FUSELAB_GRID_STRIDE_LOOP(i, n) dx[i] = dy[i] * Math::grad(x[i]);
+}
+
+// out[b, j, i] = x[b, i, j] through a 32 x 32 tile in shared memory, so that both the reads of x
+// and the writes of out are coalesced; the tile's extra column keeps the column reads free of
+// shared-memory bank conflicts. Blocks are 32 x 8 threads, each thread moving 4 elements.
+constexpr int kTile = 32, kTileRows = 8;
+template <class T>
+__global__ void transpose_kernel(const T* x, T* out, int64_t rows, int64_t cols) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int64_t plane = rows * cols;
+  x += blockIdx.z * plane;
+  out += blockIdx.z * plane;
+  const int64_t row0 = int64_t(blockIdx.y) * kTile, col0 = int64_t(blockIdx.x) * kTile;
+  for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
+    const int64_t r = row0 + dy, c = col0 + threadIdx.x;
+    if (r < rows && c < cols) tile[dy][threadIdx.x] = x[r * cols + c];
+  }
+  __syncthreads();
+  for (int dy = threadIdx.y; dy < kTile; dy += kTileRows) {
+    const int64_t c = col0 + dy, r = row0 + threadIdx.x;  // out is [cols, rows]
+    if (c < cols && r < rows) out[c * rows + r] = tile[threadIdx.x][dy];
+  }
+}
+
+template <class T>
+__global__ void sum_cols_kernel(const T* x, int64_t cols, T factor, T* out) {
+  __shared__ T shared[32];
+  const T* row = x + blockIdx.x * cols;
+  T sum = 0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += row[c];
+  sum = block_sum(sum, shared);
+  if (threadIdx.x == 0) out[blockIdx.x] = factor * sum;
+}
+
+template <class T>
+__global__ void expand_cols_kernel(const T* x, int64_t n, int64_t cols, T factor, T* out) {
+  FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = factor * x[i / cols];
 }
 
 }  // namespace
@@ -99,6 +137,38 @@ template <class T>
 void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, T* scratch, int device) {
   use_device(device);
   column_sums(Elements<T>{x, cols}, rows, cols, out, scratch);
+}
+
+template <class T>
+void transpose(const T* x, T* out, int64_t batch, int64_t rows, int64_t cols, int device) {
+  if (batch * rows * cols == 0) return;
+  const int64_t tiles_x = (cols + kTile - 1) / kTile, tiles_y = (rows + kTile - 1) / kTile;
+  if (tiles_y > 65535 || batch > 65535 || tiles_x > 2147483647) {
+    throw std::runtime_error("transpose_kernel: " + std::to_string(batch) + " x " + std::to_string(rows) + " x " +
+                             std::to_string(cols) + " exceeds the grid's limits");
+  }
+  use_device(device);
+  transpose_kernel<T><<<dim3(unsigned(tiles_x), unsigned(tiles_y), unsigned(batch)), dim3(kTile, kTileRows)>>>(
+      x, out, rows, cols);
+  check_launch("transpose_kernel");
+}
+
+template <class T>
+void sum_cols(const T* x, int64_t rows, int64_t cols, T factor, T* out, int device) {
+  if (rows == 0) return;
+  if (rows > 2147483647) throw std::runtime_error("sum_cols_kernel: " + std::to_string(rows) + " rows exceed the grid");
+  use_device(device);
+  sum_cols_kernel<T><<<unsigned(rows), kThreads>>>(x, cols, factor, out);
+  check_launch("sum_cols_kernel");
+}
+
+template <class T>
+void expand_cols(const T* x, int64_t rows, int64_t cols, T factor, T* out, int device) {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  use_device(device);
+  expand_cols_kernel<T><<<blocks_for(n), kThreads>>>(x, n, cols, factor, out);
+  check_launch("expand_cols_kernel");
 }
 
 FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(float)

@@ -31,6 +31,18 @@ void activation_forward(Activation act, const T* x, T* y, int64_t n, int device)
 template <class T>
 void activation_backward(Activation act, const T* x, const T* dy, T* dx, int64_t n, int device);
 
+// out[b] = x[b]^T for x of [batch, rows, cols]
+template <class T>
+void transpose(const T* x, T* out, int64_t batch, int64_t rows, int64_t cols, int device);
+
+// out[r] = factor * sum_c x[r, c]  (one block per row: a fixed order, deterministic)
+template <class T>
+void sum_cols(const T* x, int64_t rows, int64_t cols, T factor, T* out, int device);
+
+// out[r, c] = factor * x[r]  (sum_cols's adjoint)
+template <class T>
+void expand_cols(const T* x, int64_t rows, int64_t cols, T factor, T* out, int device);
+
 // out[c] = sum_r x[r, c], in a fixed order (deterministic). `scratch` holds
 // sum_rows_scratch(rows, cols) elements of T.
 int64_t sum_rows_scratch(int64_t rows, int64_t cols);
@@ -44,6 +56,9 @@ void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, T* scratch, int de
   template void axpy<T>(T, const T*, T*, int64_t, int);                                                     \
   template void activation_forward<T>(Activation, const T*, T*, int64_t, int);                              \
   template void activation_backward<T>(Activation, const T*, const T*, T*, int64_t, int);                   \
+  template void transpose<T>(const T*, T*, int64_t, int64_t, int64_t, int);                                \
+  template void sum_cols<T>(const T*, int64_t, int64_t, T, T*, int);                                        \
+  template void expand_cols<T>(const T*, int64_t, int64_t, T, T*, int);                                     \
   template void sum_rows<T>(const T*, int64_t, int64_t, T*, T*, int);
 
 }  // namespace fuselab::kernels::cuda

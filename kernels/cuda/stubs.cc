@@ -7,6 +7,7 @@
 #include "kernels/cuda/channel_bias.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/device_api.h"
+#include "kernels/cuda/dropout.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
@@ -14,6 +15,7 @@
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/optimizer_steps.h"
 #include "kernels/cuda/softmax.h"
+#include "kernels/cuda/swiglu.h"
 
 namespace fuselab::kernels::cuda {
 namespace {
@@ -129,18 +131,32 @@ void channel_bias_activation_forward(Activation, const T*, T*, T*, int64_t, int6
 }
 template <class T>
 void channel_bias_grad(const T*, T*, int64_t, int64_t, int64_t, int) { unavailable("channel_bias_grad_kernel"); }
+template <class T>
+void transpose(const T*, T*, int64_t, int64_t, int64_t, int) { unavailable("transpose_kernel"); }
+template <class T>
+void sum_cols(const T*, int64_t, int64_t, T, T*, int) { unavailable("sum_cols_kernel"); }
+template <class T>
+void expand_cols(const T*, int64_t, int64_t, T, T*, int) { unavailable("expand_cols_kernel"); }
+template <class T>
+void swiglu_forward(const T*, T*, int64_t, int64_t, int) { unavailable("swiglu_forward_kernel"); }
+template <class T>
+void swiglu_backward(const T*, const T*, T*, int64_t, int64_t, int) { unavailable("swiglu_backward_kernel"); }
+template <class T>
+void dropout_mask(uint64_t, double, T*, int64_t, int) { unavailable("dropout_mask_kernel"); }
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 
 #define INSTANTIATE(T)                        \
   FUSELAB_CUDA_CHANNEL_BIAS_INSTANTIATE(T)    \
   FUSELAB_CUDA_CONV2D_INSTANTIATE(T)          \
+  FUSELAB_CUDA_DROPOUT_INSTANTIATE(T)         \
   FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(T)     \
   FUSELAB_CUDA_GEMM_INSTANTIATE(T)            \
   FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(T) \
   FUSELAB_CUDA_NORMS_INSTANTIATE(T)           \
   FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(T) \
   FUSELAB_CUDA_SOFTMAX_INSTANTIATE(T)         \
+  FUSELAB_CUDA_SWIGLU_INSTANTIATE(T)          \
   FUSELAB_CUDA_EMBEDDING_INSTANTIATE(T)
 INSTANTIATE(float)
 INSTANTIATE(double)

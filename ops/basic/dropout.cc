@@ -1,5 +1,8 @@
 #include "ops/basic/dropout.h"
 
+#include "kernels/cpu/dropout.h"
+#include "kernels/cuda/dropout.h"
+
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -17,12 +20,17 @@ OpForward Dropout::op_forward(OpContext& ctx, const Tensor& x, const std::vector
     return {x, {}};
   }
   Tensor mask = empty_like(x);
-  dispatch_floating(x.dtype(), "Dropout", [&](auto zero) {
-    using T = decltype(zero);
-    T* m = mask.data<T>();
-    const T keep_scale = T(1 / (1 - p_));
-    for (int64_t i = 0; i < mask.numel(); ++i) m[i] = gen_.uniform() >= p_ ? keep_scale : T(0);
-  });
+  const uint64_t seed = gen_.next_u64();
+  dispatch_floating_on_device(
+      "Dropout", x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cpu::dropout_mask<T>(seed, p_, mask.data<T>(), mask.numel());
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cuda::dropout_mask<T>(seed, p_, mask.cuda_data<T>(), mask.numel(), x.device().index);
+      });
   if (ctx.requires_backward()) ctx.save<DropoutSaved>().scaled_mask = mask;
   return {math::binary(math::BinaryOp::Mul, x, mask), {}};
 }

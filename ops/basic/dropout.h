@@ -1,5 +1,7 @@
-// Dropout: in training y = x * m / (1 - p) with m ~ Bernoulli(1 - p) from the op's own seeded
-// generator; identity in eval.  dx = dy * m / (1 - p)
+// Dropout: in training y = x * m / (1 - p) with m ~ Bernoulli(1 - p); identity in eval.
+//   dx = dy * m / (1 - p)
+// Each call draws one seed from the op's own seeded generator, and the mask is a pure function
+// of that seed and the element index (kernels/dropout_mask.h): the same on the CPU and on CUDA.
 #pragma once
 
 #include "ops/basic_op.h"
@@ -13,6 +15,7 @@ struct DropoutSaved {
 
 class Dropout : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }
   explicit Dropout(double p, uint64_t seed = 0);
   double p() const { return p_; }
 

@@ -1,6 +1,7 @@
 #include "ops/basic/swiglu.h"
 
 #include "kernels/cpu/swiglu.h"
+#include "kernels/cuda/swiglu.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -13,11 +14,17 @@ OpForward SwiGLU::op_forward(OpContext& ctx, const Tensor& x, const std::vector<
   const int64_t n = x.size(-1) / 2;
   Shape out_shape = x.shape();
   out_shape.back() = n;
-  Tensor y = empty(out_shape, x.dtype());
-  dispatch_floating(x.dtype(), "SwiGLU", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::cpu::swiglu_forward<T>(x.data<T>(), y.data<T>(), math::rows_of(x), n);
-  });
+  Tensor y = empty(out_shape, x.dtype(), x.device());
+  dispatch_floating_on_device(
+      "SwiGLU", x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cpu::swiglu_forward<T>(x.data<T>(), y.data<T>(), math::rows_of(x), n);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cuda::swiglu_forward<T>(x.cuda_data<T>(), y.cuda_data<T>(), math::rows_of(x), n, x.device().index);
+      });
   if (ctx.requires_backward()) ctx.save<SwiGLUSaved>().input = x;
   return {y, {}};
 }
@@ -25,10 +32,18 @@ OpForward SwiGLU::op_forward(OpContext& ctx, const Tensor& x, const std::vector<
 OpBackward SwiGLU::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
   const Tensor& x = ctx.saved<SwiGLUSaved>(describe()).input;
   Tensor dx = empty_like(x);
-  dispatch_floating(x.dtype(), "SwiGLU", [&](auto zero) {
-    using T = decltype(zero);
-    kernels::cpu::swiglu_backward<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), math::rows_of(x), x.size(-1) / 2);
-  });
+  const int64_t rows = math::rows_of(x), n = x.size(-1) / 2;
+  dispatch_floating_on_device(
+      "SwiGLU backward", x,
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cpu::swiglu_backward<T>(x.data<T>(), dy.data<T>(), dx.data<T>(), rows, n);
+      },
+      [&](auto zero) {
+        using T = decltype(zero);
+        kernels::cuda::swiglu_backward<T>(x.cuda_data<T>(), dy.cuda_data<T>(), dx.cuda_data<T>(), rows, n,
+                                          x.device().index);
+      });
   return {dx, {}, {}};
 }
 

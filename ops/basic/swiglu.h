@@ -1,5 +1,5 @@
 // SwiGLU: split the last dim of x into halves a (gate) and b; y = silu(a) * b.
-// The math is in kernels/cpu/swiglu.h.
+// The math is in kernels/swiglu_math.h; kernels in kernels/cpu and kernels/cuda.
 #pragma once
 
 #include "ops/basic_op.h"
@@ -12,6 +12,7 @@ struct SwiGLUSaved {
 
 class SwiGLU : public BasicOp {
  public:
+  bool has_cuda_kernels() const override { return true; }
   SwiGLU() : BasicOp("SwiGLU") {}
   OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
