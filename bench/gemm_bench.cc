@@ -35,6 +35,29 @@ void BM_CblasSgemmDirect(benchmark::State& state) {
   });
 }
 
+// The six GEMMs of one mlp_block forward + backward (//tools:bench), as its Linear ops call them,
+// with nothing else: the floor the fused block is measured against. N tokens, H hidden, F = 4H.
+//   forward:  h = x W1^T [N, F],  y = h W2^T [N, H]
+//   backward: dh = dy W2,  dW2 = dy^T h,  dx = dh W1,  dW1 = dh^T x
+void BM_MlpBlockGemms(benchmark::State& state) {
+  const int64_t n = state.range(0), h = state.range(1), f = 4 * h;
+  const Tensor x = randn({n, h}), w1 = randn({f, h}), w2 = randn({h, f}), dy = randn({n, h});
+  Tensor hidden = empty({n, f}), y = empty({n, h}), dh = empty({n, f}), dx = empty({n, h});
+  Tensor dw1 = empty({f, h}), dw2 = empty({h, f});
+  const auto gemm = kernels::cpu::gemm<float>;
+  for (auto _ : state) {
+    gemm(false, true, n, f, h, 1, x.data<float>(), h, w1.data<float>(), h, 0, hidden.data<float>(), f);
+    gemm(false, true, n, h, f, 1, hidden.data<float>(), f, w2.data<float>(), f, 0, y.data<float>(), h);
+    gemm(false, false, n, f, h, 1, dy.data<float>(), h, w2.data<float>(), f, 0, dh.data<float>(), f);
+    gemm(true, false, h, f, n, 1, dy.data<float>(), h, hidden.data<float>(), f, 0, dw2.data<float>(), f);
+    gemm(false, false, n, h, f, 1, dh.data<float>(), f, w1.data<float>(), h, 0, dx.data<float>(), h);
+    gemm(true, false, f, h, n, 1, dh.data<float>(), f, x.data<float>(), h, 0, dw1.data<float>(), h);
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(6 * 2.0 * n * h * f, benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
+}
+
+BENCHMARK(BM_MlpBlockGemms)->Args({256, 256})->Args({4096, 256})->Args({4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Sgemm)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CblasSgemmDirect)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 

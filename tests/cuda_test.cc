@@ -11,6 +11,7 @@
 #include "autograd/functional.h"
 #include "fuser/sequential.h"
 #include "kernels/cuda/device_api.h"
+#include "kernels/cuda/gemm.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/bias.h"
@@ -60,10 +61,11 @@ void expect_close(const Tensor& gpu, const Tensor& cpu, double tol, const std::s
 double tolerance(DType dtype) { return dtype == DType::Float32 ? 1e-5 : 1e-12; }
 
 // Runs `f` on CPU copies and on GPU copies of `inputs` (all requiring grad), then compares the
-// output and every input's grad. The loss is sum(f(inputs) * w) for a random w, so each output
+// output and every input's grad, within `tol` (0: the dtype's tolerance). The loss is sum(f(inputs) * w) for a random w, so each output
 // element gets its own upstream grad.
 void expect_gpu_matches_cpu(const std::vector<Tensor>& inputs,
-                            const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::string& what) {
+                            const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::string& what,
+                            double tol = 0) {
   auto run = [&](Device device) {
     std::vector<Tensor> leaves;
     for (const Tensor& x : inputs) leaves.push_back(x.to(device).detach().set_requires_grad());
@@ -78,7 +80,7 @@ void expect_gpu_matches_cpu(const std::vector<Tensor>& inputs,
   };
   const std::vector<Tensor> cpu = run(Device::cpu()), gpu = run(kGpu);
   CachingAllocator::of(kGpu).set_poison(false);
-  const double tol = tolerance(inputs[0].dtype());
+  if (tol == 0) tol = tolerance(inputs[0].dtype());
   for (size_t i = 0; i < cpu.size(); ++i) {
     expect_close(gpu[i], cpu[i], tol, what + (i == 0 ? " output" : " grad of input " + std::to_string(i - 1)));
   }
@@ -425,6 +427,29 @@ TEST_F(Cuda, Conv2dBiasActivationMatchesCpu) {
       }
     }
   }
+}
+
+// TF32 (opt-in: FUSELAB_ALLOW_TF32=1 or set_allow_tf32) runs float32 GEMMs and convolutions on
+// tensor cores with 10-bit mantissas: within 1e-3 of the CPU's float32, on inputs scaled so that
+// outputs are O(1).
+TEST_F(Cuda, Tf32GemmsAndConvolutionsWithin1e3) {
+  struct Tf32On {
+    Tf32On() { kernels::cuda::set_allow_tf32(true); }
+    ~Tf32On() { kernels::cuda::set_allow_tf32(false); }
+  } tf32;
+  const Tensor a = math::scaled(random({300, 512}, DType::Float32, 1), 1 / std::sqrt(512.0));
+  const Tensor b = math::scaled(random({512, 200}, DType::Float32, 2), 1 / std::sqrt(300.0));
+  expect_gpu_matches_cpu({a, b}, [](const auto& in) { return matmul(in[0], in[1]); }, "TF32 matmul", 1e-3);
+  const Tensor x = random({4, 16, 12, 12}, DType::Float32, 3);
+  const Tensor w = math::scaled(random({8, 16, 3, 3}, DType::Float32, 4), 1 / 12.0);
+  expect_gpu_matches_cpu(
+      {x, w},
+      [](const auto& in) {
+        auto conv = std::make_shared<Conv2d>(16, 8, 3, 1, 1);
+        conv->parameter(0) = in[1];
+        return Sequential({conv})(in[0]);
+      },
+      "TF32 Conv2d", 1e-3);
 }
 
 TEST_F(Cuda, SoftmaxAndLogSoftmaxMatchCpu) {

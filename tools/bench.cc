@@ -6,6 +6,9 @@
 //       [--device cpu] [--dtype float32] [--sweep] [--json FILE] [--plot FILE.svg]
 //   bazel run -c opt //tools:bench -- --model mlp_block --per-fusion [--json FILE] [--plot FILE.svg]
 //
+// For mlp_block it also times the block's six GEMMs alone (forward: two; backward: two input
+// grads and two weight grads), interleaved with the rest: the floor a fused block can approach.
+//
 // --per-fusion measures each registered fusion that fires on the model alone against fusion
 // off, interleaved: forward+backward time and the bytes held between forward and backward (the
 // saved activations and the output). Kernel launches are a CUDA figure (issue 6).
@@ -19,6 +22,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +38,7 @@
 #include "ops/basic/rmsnorm.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
+#include "tensor/tensor_math.h"
 
 using namespace fuselab;
 
@@ -70,6 +75,37 @@ struct Result {
   int64_t tokens, hidden;
   Stats fused_fwd, unfused_fwd, fused_fwd_bwd, unfused_fwd_bwd;
   size_t fused_peak, unfused_peak;
+  std::optional<Stats> gemms;  // mlp_block's six GEMMs alone
+};
+
+// mlp_block's six GEMMs, as its Linear ops call them, with nothing else (N tokens, F = 4H):
+//   forward:  h = x W1^T [N, F],  y = h W2^T [N, H]
+//   backward: dh = dy W2,  dW2 = dy^T h,  dx = dh W1,  dW1 = dh^T x
+struct MlpBlockGemms {
+  Tensor x, w1, w2, dy;
+  Device device;
+
+  MlpBlockGemms(int64_t tokens, int64_t h, DType dtype, Device device) : device(device) {
+    Generator gen(2);
+    x = randn({tokens, h}, dtype, &gen).to(device);
+    w1 = randn({4 * h, h}, dtype, &gen).to(device);
+    w2 = randn({h, 4 * h}, dtype, &gen).to(device);
+    dy = randn({tokens, h}, dtype, &gen).to(device);
+  }
+
+  double time() {
+    const auto start = std::chrono::steady_clock::now();
+    {
+      const Tensor hidden = math::matmul(x, false, w1, true);
+      const Tensor y = math::matmul(hidden, false, w2, true);
+      const Tensor dh = math::matmul(dy, false, w2, false);
+      const Tensor dw2 = math::matmul(dy, true, hidden, false);
+      const Tensor dx = math::matmul(dh, false, w1, false);
+      const Tensor dw1 = math::matmul(dh, true, x, false);
+      if (device.is_cuda()) kernels::cuda::synchronize(device.index);
+    }
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
 };
 
 // One configuration of a model, fused or not, with its inputs.
@@ -120,15 +156,21 @@ struct Runner {
 
 Result measure(const std::string& model, int64_t tokens, int64_t h, DType dtype, Device device, int iters) {
   Runner fused(model, tokens, h, dtype, device, true), unfused(model, tokens, h, dtype, device, false);
-  for (int i = 0; i < 3; ++i) fused.time(true), unfused.time(true);  // warm-up
-  std::vector<double> ff, uf, fb, ub;
-  for (int i = 0; i < iters; ++i) {  // interleaved, so drift on a shared machine hits both alike
+  std::optional<MlpBlockGemms> gemms;
+  if (model == "mlp_block") gemms.emplace(tokens, h, dtype, device);
+  for (int i = 0; i < 3; ++i) fused.time(true), unfused.time(true), gemms && gemms->time();  // warm-up
+  std::vector<double> ff, uf, fb, ub, g;
+  for (int i = 0; i < iters; ++i) {  // interleaved, so drift on a shared machine hits all alike
     ff.push_back(fused.time(false));
     uf.push_back(unfused.time(false));
     fb.push_back(fused.time(true));
     ub.push_back(unfused.time(true));
+    if (gemms) g.push_back(gemms->time());
   }
-  return {model, device.str(), dtype_name(dtype), tokens, h, stats(ff), stats(uf), stats(fb), stats(ub), fused.peak, unfused.peak};
+  Result r{model, device.str(), dtype_name(dtype), tokens, h, stats(ff), stats(uf), stats(fb), stats(ub), fused.peak,
+           unfused.peak, std::nullopt};
+  if (gemms) r.gemms = stats(g);
+  return r;
 }
 
 struct FusionReport {
@@ -189,19 +231,22 @@ void write_fusion_json(const std::string& path, const std::string& model, int64_
 }
 
 void print_table(const std::vector<Result>& results) {
-  std::printf("%-10s %6s %6s | %-24s %-24s | %-26s %-26s | %7s | %9s %9s\n", "model", "tokens", "hidden",
-              "fused fwd ms (min-max)", "unfused fwd ms", "fused fwd+bwd ms", "unfused fwd+bwd ms", "speedup",
-              "fused MB", "unfused MB");
+  std::printf("%-10s %6s %6s | %-24s %-24s | %-26s %-26s | %7s | %-26s %12s | %9s %9s\n", "model", "tokens",
+              "hidden", "fused fwd ms (min-max)", "unfused fwd ms", "fused fwd+bwd ms", "unfused fwd+bwd ms", "speedup",
+              "six GEMMs alone ms", "fused/GEMMs", "fused MB", "unfused MB");
   for (const Result& r : results) {
     auto cell = [](const Stats& s) {
       char text[64];
       std::snprintf(text, sizeof(text), "%.3f (%.3f-%.3f)", s.median, s.min, s.max);
       return std::string(text);
     };
-    std::printf("%-10s %6lld %6lld | %-24s %-24s | %-26s %-26s | %6.2fx | %9.1f %9.1f\n", r.model.c_str(),
-                (long long)r.tokens, (long long)r.hidden, cell(r.fused_fwd).c_str(), cell(r.unfused_fwd).c_str(),
-                cell(r.fused_fwd_bwd).c_str(), cell(r.unfused_fwd_bwd).c_str(),
-                r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median, double(r.fused_peak) / 1e6,
+    const std::string gemms = r.gemms ? cell(*r.gemms) : "-";
+    char ratio[16] = "-";
+    if (r.gemms) std::snprintf(ratio, sizeof(ratio), "%.2fx", r.fused_fwd_bwd.median / r.gemms->median);
+    std::printf("%-10s %6lld %6lld | %-24s %-24s | %-26s %-26s | %6.2fx | %-26s %12s | %9.1f %9.1f\n",
+                r.model.c_str(), (long long)r.tokens, (long long)r.hidden, cell(r.fused_fwd).c_str(),
+                cell(r.unfused_fwd).c_str(), cell(r.fused_fwd_bwd).c_str(), cell(r.unfused_fwd_bwd).c_str(),
+                r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median, gemms.c_str(), ratio, double(r.fused_peak) / 1e6,
                 double(r.unfused_peak) / 1e6);
   }
 }
@@ -217,7 +262,11 @@ void write_json(const std::string& path, const std::vector<Result>& results) {
         << ", \"unfused_fwd_ms\": " << r.unfused_fwd.median << ", \"fused_fwd_bwd_ms\": " << r.fused_fwd_bwd.median
         << ", \"unfused_fwd_bwd_ms\": " << r.unfused_fwd_bwd.median
         << ", \"speedup_fwd_bwd\": " << r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median
-        << ", \"fused_peak_bytes\": " << r.fused_peak << ", \"unfused_peak_bytes\": " << r.unfused_peak << "}"
+        << ", \"fused_peak_bytes\": " << r.fused_peak << ", \"unfused_peak_bytes\": " << r.unfused_peak
+        << ", \"gemms_fwd_bwd_ms\": ";
+    if (r.gemms) out << r.gemms->median;
+    else out << "null";
+    out << "}"
         << (i + 1 < results.size() ? ",\n" : "\n");
   }
   out << "]\n";

@@ -6,10 +6,12 @@ dir="${TEST_TMPDIR:-$(mktemp -d)}"
 "$bench" --model mlp_block --tokens 64 --hidden 32 --iters 3 --json "$dir/mlp.json" --plot "$dir/mlp.svg"
 "$bench" --model norm_block --tokens 64 --hidden 32 --iters 3 --json "$dir/norm.json"
 for field in model device dtype tokens hidden fused_fwd_ms unfused_fwd_ms fused_fwd_bwd_ms unfused_fwd_bwd_ms \
-             speedup_fwd_bwd fused_peak_bytes unfused_peak_bytes; do
+             speedup_fwd_bwd fused_peak_bytes unfused_peak_bytes gemms_fwd_bwd_ms; do
   grep -q "\"$field\"" "$dir/mlp.json" || { echo "missing $field"; exit 1; }
 done
 grep -q '"model": "norm_block"' "$dir/norm.json"
+grep -q '"gemms_fwd_bwd_ms": null' "$dir/norm.json"  # no GEMMs in the norm block
+if grep -q '"gemms_fwd_bwd_ms": null' "$dir/mlp.json"; then echo "mlp_block lacks its GEMM floor"; exit 1; fi
 "$bench" --model mlp_block --tokens 64 --hidden 32 --iters 2 --per-fusion --json "$dir/per_fusion.json" --plot "$dir/per_fusion.svg"
 for fusion in ForwardLinearBiasActivation ForwardLinearBiasAdd BackwardActivationBias; do
   grep -q "\"fusion\": \"$fusion\"" "$dir/per_fusion.json" || { echo "per-fusion report lacks $fusion"; exit 1; }

@@ -8,10 +8,28 @@ Needs PyTorch (Debian's python3-torch 1.13, or pip); no FuseLab build or test ne
 """
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
 
-import torch
+
+def _threads_from_argv():
+    """--threads N, read before torch loads: Debian's torch runs its GEMMs in OpenBLAS's pthreads
+    build, which takes its thread count from the environment when it loads and ignores
+    torch.set_num_threads (with only the latter, "--threads 1" ran 2 GEMM threads)."""
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+if _threads_from_argv() not in (None, "0"):
+    os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = _threads_from_argv()
+
+import torch  # noqa: E402  (after the thread count is in the environment)
 import torch.nn.functional as F
 
 
