@@ -9,6 +9,12 @@
 // For mlp_block it also times the block's six GEMMs alone (forward: two; backward: two input
 // grads and two weight grads), interleaved with the rest: the floor a fused block can approach.
 //
+// --model rmsnorm times RMSNorm's forward and backward alone (the op's own calls, no tape) beside
+// a device-to-device copy of the same tensor, interleaved, and reports GB/s for the bytes each
+// must move: forward reads x and writes y, backward reads x and dy and writes dx (the weight, the
+// rstd and dw are O(rows + cols)); the copy reads and writes once. That is issue 6's RMSNorm
+// target: at least 80% of the copy's bandwidth. mlp_block reports TFLOP/s of its GEMM work.
+//
 // --per-fusion measures each registered fusion that fires on the model alone against fusion
 // off, interleaved: forward+backward time and the bytes held between forward and backward (the
 // saved activations and the output). Kernel launches are a CUDA figure (issue 6).
@@ -17,6 +23,7 @@
 //   mlp_block   RMSNorm(x + Linear2(GELU(Linear1(x) + b1)) + b2), Linear1 [4H, H], Linear2 [H, 4H],
 //               called with x as its extra input
 //   norm_block  h = x + r, out = RMSNorm(h), h returned as an extra output
+//   rmsnorm     RMSNorm alone, for bandwidth (see above)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,6 +43,7 @@
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
+#include "ops/op_context.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -58,7 +66,7 @@ Ops build(const std::string& model, int64_t h) {
   if (model == "norm_block") {
     return {std::make_shared<AddExtraInput>(), std::make_shared<MakeExtraOutput>(), std::make_shared<RMSNorm>(h, 1e-6)};
   }
-  fail("bench: unknown --model ", model, " (mlp_block or norm_block)");
+  fail("bench: unknown --model ", model, " (mlp_block, norm_block or rmsnorm)");
 }
 
 struct Stats {
@@ -173,6 +181,62 @@ Result measure(const std::string& model, int64_t tokens, int64_t h, DType dtype,
   return r;
 }
 
+// RMSNorm's passes and a copy of the same bytes, as issue 6's bandwidth target counts them.
+struct Bandwidth {
+  int64_t tokens, hidden;
+  Stats forward, backward, copy;  // ms
+  double bytes(int64_t tensors) const { return double(tensors) * double(tokens * hidden) * sizeof(float); }
+  double gbps(const Stats& s, int64_t tensors) const { return bytes(tensors) / (s.median * 1e6); }
+};
+
+Bandwidth measure_bandwidth(int64_t tokens, int64_t h, Device device, int iters) {
+  RMSNorm norm(h);
+  norm.to(device);
+  Generator gen(3);
+  const Tensor x = randn({tokens, h}, DType::Float32, &gen).to(device);
+  const Tensor dy = randn({tokens, h}, DType::Float32, &gen).to(device);
+  OpContext ctx;
+  ctx.input_requires_grad = true;
+  ctx.params_require_grad = {true};
+  auto timed = [&](const std::function<void()>& f) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    if (device.is_cuda()) kernels::cuda::synchronize(device.index);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  auto forward = [&] { norm.op_forward(ctx, x, {}); };
+  auto backward = [&] { norm.op_backward(ctx, dy, {}); };
+  auto copy = [&] { x.clone(); };
+  for (int i = 0; i < 3; ++i) timed(forward), timed(backward), timed(copy);  // warm-up
+  std::vector<double> f, b, c;
+  for (int i = 0; i < iters; ++i) {
+    f.push_back(timed(forward));
+    b.push_back(timed(backward));
+    c.push_back(timed(copy));
+  }
+  return {tokens, h, stats(f), stats(b), stats(c)};
+}
+
+void print_bandwidth(const Bandwidth& r) {
+  const double copy = r.gbps(r.copy, 2), fwd = r.gbps(r.forward, 2), bwd = r.gbps(r.backward, 3);
+  std::printf("rmsnorm %lldx%lld float32: forward %.3f ms = %.1f GB/s (%.0f%% of copy), backward %.3f ms = %.1f GB/s "
+              "(%.0f%% of copy), copy %.3f ms = %.1f GB/s\n",
+              (long long)r.tokens, (long long)r.hidden, r.forward.median, fwd, 100 * fwd / copy, r.backward.median, bwd,
+              100 * bwd / copy, r.copy.median, copy);
+}
+
+void write_bandwidth_json(const std::string& path, const Bandwidth& r, const std::string& device) {
+  std::ofstream out(path);
+  check(out.good(), "bench: cannot write ", path);
+  const double copy = r.gbps(r.copy, 2);
+  out << "[\n  {\"model\": \"rmsnorm\", \"device\": \"" << device << "\", \"dtype\": \"float32\", \"tokens\": "
+      << r.tokens << ", \"hidden\": " << r.hidden << ", \"forward_ms\": " << r.forward.median
+      << ", \"backward_ms\": " << r.backward.median << ", \"copy_ms\": " << r.copy.median
+      << ", \"forward_gbps\": " << r.gbps(r.forward, 2) << ", \"backward_gbps\": " << r.gbps(r.backward, 3)
+      << ", \"copy_gbps\": " << copy << ", \"forward_fraction_of_copy\": " << r.gbps(r.forward, 2) / copy
+      << ", \"backward_fraction_of_copy\": " << r.gbps(r.backward, 3) / copy << "}\n]\n";
+}
+
 struct FusionReport {
   std::string fusion;
   Stats fused_fwd_bwd, unfused_fwd_bwd;
@@ -230,6 +294,11 @@ void write_fusion_json(const std::string& path, const std::string& model, int64_
   out << "]\n";
 }
 
+// mlp_block's GEMM work per forward + backward (six GEMMs of 2 N H 4H flops) over a time, in TFLOP/s.
+double gemm_tflops(const Result& r, const Stats& time) {
+  return 48.0 * double(r.tokens) * double(r.hidden) * double(r.hidden) / (time.median * 1e9);
+}
+
 void print_table(const std::vector<Result>& results) {
   std::printf("%-10s %6s %6s | %-24s %-24s | %-26s %-26s | %7s | %-26s %12s | %9s %9s\n", "model", "tokens",
               "hidden", "fused fwd ms (min-max)", "unfused fwd ms", "fused fwd+bwd ms", "unfused fwd+bwd ms", "speedup",
@@ -249,6 +318,13 @@ void print_table(const std::vector<Result>& results) {
                 r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median, gemms.c_str(), ratio, double(r.fused_peak) / 1e6,
                 double(r.unfused_peak) / 1e6);
   }
+  for (const Result& r : results) {
+    if (r.gemms) {
+      std::printf("%s %lldx%lld: fused fwd+bwd runs its GEMM work at %.3f TFLOP/s (the GEMMs alone: %.3f)\n",
+                  r.model.c_str(), (long long)r.tokens, (long long)r.hidden, gemm_tflops(r, r.fused_fwd_bwd),
+                  gemm_tflops(r, *r.gemms));
+    }
+  }
 }
 
 void write_json(const std::string& path, const std::vector<Result>& results) {
@@ -265,6 +341,9 @@ void write_json(const std::string& path, const std::vector<Result>& results) {
         << ", \"fused_peak_bytes\": " << r.fused_peak << ", \"unfused_peak_bytes\": " << r.unfused_peak
         << ", \"gemms_fwd_bwd_ms\": ";
     if (r.gemms) out << r.gemms->median;
+    else out << "null";
+    out << ", \"fused_fwd_bwd_tflops\": ";
+    if (r.gemms) out << gemm_tflops(r, r.fused_fwd_bwd);
     else out << "null";
     out << "}"
         << (i + 1 < results.size() ? ",\n" : "\n");
@@ -338,6 +417,13 @@ int main(int argc, char** argv) {
         bars.push_back({r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median, r.fusion.substr(0, 12), r.fusion.substr(12, 16)});
       }
       if (!plot.empty()) write_svg(plot, bars);
+      return 0;
+    }
+    if (model == "rmsnorm") {
+      check(dtype == DType::Float32 && !sweep && plot.empty(), "bench: --model rmsnorm is float32, one shape, no plot");
+      const Bandwidth r = measure_bandwidth(tokens, hidden, device, iters);
+      print_bandwidth(r);
+      if (!json.empty()) write_bandwidth_json(json, r, device.str());
       return 0;
     }
     std::vector<std::pair<int64_t, int64_t>> shapes{{tokens, hidden}};

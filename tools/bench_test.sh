@@ -12,6 +12,11 @@ done
 grep -q '"model": "norm_block"' "$dir/norm.json"
 grep -q '"gemms_fwd_bwd_ms": null' "$dir/norm.json"  # no GEMMs in the norm block
 if grep -q '"gemms_fwd_bwd_ms": null' "$dir/mlp.json"; then echo "mlp_block lacks its GEMM floor"; exit 1; fi
+grep -q '"fused_fwd_bwd_tflops": [0-9]' "$dir/mlp.json"
+"$bench" --model rmsnorm --tokens 64 --hidden 32 --iters 3 --json "$dir/rmsnorm.json"
+for field in forward_gbps backward_gbps copy_gbps forward_fraction_of_copy backward_fraction_of_copy; do
+  grep -q "\"$field\": [0-9]" "$dir/rmsnorm.json" || { echo "rmsnorm report lacks $field"; exit 1; }
+done
 "$bench" --model mlp_block --tokens 64 --hidden 32 --iters 2 --per-fusion --json "$dir/per_fusion.json" --plot "$dir/per_fusion.svg"
 for fusion in ForwardLinearBiasActivation ForwardLinearBiasAdd BackwardActivationBias; do
   grep -q "\"fusion\": \"$fusion\"" "$dir/per_fusion.json" || { echo "per-fusion report lacks $fusion"; exit 1; }

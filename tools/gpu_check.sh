@@ -7,7 +7,8 @@
 # `run` checks that every library resolves, runs the GPU tests (cuda_test; the small cases again
 # under compute-sanitizer memcheck; nccl_test with one rank), trains charlm on the GPU for 3000
 # steps, then runs //tools:bench on CUDA for the MLP block and the norm block at sizes that fill
-# the chip, and PyTorch eager on the same shapes when torch is installed. Logs go to LOGDIR; a table is printed last. Exit status: 0 when every
+# the chip, and PyTorch eager on the same shapes when torch is installed, and RMSNorm's bandwidth
+# against a device-to-device copy. Logs go to LOGDIR; a table is printed last. Exit status: 0 when every
 # test passed.
 set -uo pipefail
 mode="${1:-}"
@@ -106,12 +107,17 @@ run() {
     fi
   done
 
+  # Issue 6's bandwidth target: RMSNorm forward and backward against a device-to-device copy.
+  "$gpu/tools/bench" --device cuda --model rmsnorm --tokens 16384 --hidden 4096 --iters 20 \
+    --json "$logs/bench_rmsnorm.json" >"$logs/bench_rmsnorm.log" 2>&1 || status=1
+
   echo
   echo "device: $(cat "$logs/device.txt")"
   printf '%s\n' "${rows[@]}"
   [ -f "$logs/charlm_cuda.json" ] && echo "charlm --device cuda, 3000 steps: $(cat "$logs/charlm_cuda.json")"
   echo
-  printf '%-11s %6s %6s | %14s %14s %8s | %14s\n' model tokens hidden "fused fwd+bwd" "unfused" speedup "torch eager"
+  printf '%-11s %6s %6s | %14s %14s %8s | %14s | %s\n' model tokens hidden "fused fwd+bwd" "unfused" speedup \
+    "torch eager" "achieved"
   for b in "${benches[@]}"; do
     read -r model tokens hidden <<<"$b"
     python3 - "$logs/bench_${model}_$tokens.json" "$logs/torch_${model}_$tokens.json" <<'PY'
@@ -121,10 +127,22 @@ peer = json.load(open(sys.argv[2]))[0] if os.path.exists(sys.argv[2]) else None
 if ours is None:
     print("bench failed: see its log"); sys.exit()
 torch_ms = f"{peer['unfused_fwd_bwd_ms']:.3f} ms" if peer else "n/a"
+tflops = ours.get("fused_fwd_bwd_tflops")
+achieved = f"{tflops:.1f} TFLOP/s (GEMM work)" if tflops else ""
 print(f"{ours['model']:11} {ours['tokens']:6} {ours['hidden']:6} | {ours['fused_fwd_bwd_ms']:11.3f} ms "
-      f"{ours['unfused_fwd_bwd_ms']:11.3f} ms {ours['speedup_fwd_bwd']:7.2f}x | {torch_ms:>14}")
+      f"{ours['unfused_fwd_bwd_ms']:11.3f} ms {ours['speedup_fwd_bwd']:7.2f}x | {torch_ms:>14} | {achieved}")
 PY
   done
+  python3 - "$logs/bench_rmsnorm.json" <<'PY'
+import json, os, sys
+if not os.path.exists(sys.argv[1]):
+    print("rmsnorm bandwidth: bench failed, see its log"); sys.exit()
+r = json.load(open(sys.argv[1]))[0]
+print(f"rmsnorm {r['tokens']}x{r['hidden']}: forward {r['forward_gbps']:.0f} GB/s "
+      f"({100 * r['forward_fraction_of_copy']:.0f}% of copy), backward {r['backward_gbps']:.0f} GB/s "
+      f"({100 * r['backward_fraction_of_copy']:.0f}% of copy), device-to-device copy {r['copy_gbps']:.0f} GB/s "
+      f"(target: 80%)")
+PY
   return $status
 }
 
