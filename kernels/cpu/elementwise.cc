@@ -20,11 +20,14 @@ void binary_with(Op op, const T* a, const T* b, T* out, int64_t rows, int64_t co
   for_each_row(rows, cols, [&](int64_t r) {
     const T* ar = a + r * cols;
     T* outr = out + r * cols;
+    // `omp simd`: inside a by-reference lambda GCC does not vectorize these loops on its own.
     if (broadcast == Broadcast::Scalar) {
       const T s = b[0];
+#pragma omp simd
       for (int64_t c = 0; c < cols; ++c) outr[c] = op(ar[c], s);
     } else {
       const T* br = broadcast == Broadcast::Row ? b : b + r * cols;
+#pragma omp simd
       for (int64_t c = 0; c < cols; ++c) outr[c] = op(ar[c], br[c]);
     }
   });
@@ -93,8 +96,10 @@ void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, bool accumulate) {
 template <class T>
 void sum_cols(const T* x, int64_t rows, int64_t cols, T* out) {
   for_each_row(rows, cols, [&](int64_t r) {
+    const T* xr = x + r * cols;
     T total = 0;
-    for (int64_t c = 0; c < cols; ++c) total += x[r * cols + c];
+#pragma omp simd reduction(+ : total)
+    for (int64_t c = 0; c < cols; ++c) total += xr[c];
     out[r] = total;
   });
 }

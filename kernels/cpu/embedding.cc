@@ -17,7 +17,9 @@ void embedding_backward(const T* dout, const int64_t* ids, T* dtable, int64_t co
   // Sequential: two rows may share an id, and a fixed order keeps the sums deterministic.
   for (int64_t i = 0; i < count; ++i) {
     T* row = dtable + ids[i] * dim;
-    for (int64_t j = 0; j < dim; ++j) row[j] += dout[i * dim + j];
+    const T* grad = dout + i * dim;
+#pragma omp simd
+    for (int64_t j = 0; j < dim; ++j) row[j] += grad[j];
   }
 }
 

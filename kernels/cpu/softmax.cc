@@ -35,9 +35,12 @@ void softmax_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t cols
   for (int64_t r = 0; r < rows; ++r) {
     const T* yr = y + r * cols;
     const T* dyr = dy + r * cols;
+    T* dxr = dx + r * cols;
     T dot = 0;
+#pragma omp simd reduction(+ : dot)
     for (int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
-    for (int64_t j = 0; j < cols; ++j) dx[r * cols + j] = yr[j] * (dyr[j] - dot);
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) dxr[j] = yr[j] * (dyr[j] - dot);
   }
 }
 
@@ -45,8 +48,11 @@ template <class T>
 void log_softmax_forward(const T* x, T* y, int64_t rows, int64_t cols) {
 #pragma omp parallel for if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
-    const T lse = log_sum_exp(x + r * cols, cols);
-    for (int64_t j = 0; j < cols; ++j) y[r * cols + j] = x[r * cols + j] - lse;
+    const T* xr = x + r * cols;
+    T* yr = y + r * cols;
+    const T lse = log_sum_exp(xr, cols);
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) yr[j] = xr[j] - lse;
   }
 }
 
@@ -57,6 +63,7 @@ void log_softmax_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t 
     const T* yr = y + r * cols;
     const T* dyr = dy + r * cols;
     T total = 0;
+#pragma omp simd reduction(+ : total)
     for (int64_t j = 0; j < cols; ++j) total += dyr[j];
     for (int64_t j = 0; j < cols; ++j) dx[r * cols + j] = dyr[j] - std::exp(yr[j]) * total;
   }

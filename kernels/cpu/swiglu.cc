@@ -11,7 +11,9 @@ void swiglu_forward(const T* x, T* y, int64_t rows, int64_t n) {
   for (int64_t r = 0; r < rows; ++r) {
     const T* a = x + r * 2 * n;
     const T* b = a + n;
-    for (int64_t j = 0; j < n; ++j) y[r * n + j] = swiglu_forward_value(a[j], b[j]);
+    T* yr = y + r * n;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) yr[j] = swiglu_forward_value(a[j], b[j]);
   }
 }
 
@@ -23,7 +25,9 @@ void swiglu_backward(const T* x, const T* dy, T* dx, int64_t rows, int64_t n) {
     const T* b = a + n;
     T* da = dx + r * 2 * n;
     T* db = da + n;
-    for (int64_t j = 0; j < n; ++j) swiglu_grads(a[j], b[j], dy[r * n + j], &da[j], &db[j]);
+    const T* dyr = dy + r * n;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) swiglu_grads(a[j], b[j], dyr[j], &da[j], &db[j]);
   }
 }
 
