@@ -15,6 +15,8 @@
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/bias.h"
+#include "ops/basic/channel_bias.h"
+#include "ops/basic/conv2d.h"
 #include "ops/basic/identity.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
@@ -31,6 +33,7 @@ struct Model {
   std::function<Ops(int64_t h)> build;
   int64_t input_width = 1;  // input is [tokens, input_width * h]
   int64_t extra_width = 0;  // one extra input [tokens, extra_width * h] when > 0 (x itself when equal)
+  std::function<Shape(int64_t tokens, int64_t h)> input_shape = nullptr;  // other inputs than [tokens, ...]
 };
 
 // Times forward + backward from out.sum() of one Sequential call; reports the allocator's peak.
@@ -38,7 +41,7 @@ void run_forward_backward(benchmark::State& state, const Model& model, bool fuse
   const int64_t tokens = state.range(0), h = state.range(1);
   Sequential seq(model.build(h));
   seq.set_fusion_enabled(fused);
-  Tensor x = randn({tokens, model.input_width * h});
+  Tensor x = randn(model.input_shape ? model.input_shape(tokens, h) : Shape{tokens, model.input_width * h});
   x.set_requires_grad(true);
   std::vector<Tensor> extras;
   if (model.extra_width == model.input_width) extras.push_back(x);
@@ -76,6 +79,11 @@ const Model kMlpBlock{[](int64_t h) {
              std::make_shared<RMSNorm>(h)};
 }, 1, 1};
 
+// Conv2d(h -> h, 3x3, padding 1), ChannelBias, GELU on a batch of `tokens` images of h x 32 x 32.
+const Model kConvBiasGelu{[](int64_t h) {
+  return Ops{std::make_shared<Conv2d>(h, h, 3, 1, 1), std::make_shared<ChannelBias>(h, 0.1), std::make_shared<GELU>()};
+}, 1, 0, [](int64_t batch, int64_t h) { return Shape{batch, h, 32, 32}; }};
+
 void BM_LinearBiasGelu_Fused(benchmark::State& s) { run_forward_backward(s, kLinearBiasGelu, true); }
 void BM_LinearBiasGelu_Unfused(benchmark::State& s) { run_forward_backward(s, kLinearBiasGelu, false); }
 void BM_LinearBiasAdd_Fused(benchmark::State& s) { run_forward_backward(s, kLinearBiasAdd, true); }
@@ -86,6 +94,8 @@ void BM_AddNorm_Fused(benchmark::State& s) { run_forward_backward(s, kAddNorm, t
 void BM_AddNorm_Unfused(benchmark::State& s) { run_forward_backward(s, kAddNorm, false); }
 void BM_MlpBlock_Fused(benchmark::State& s) { run_forward_backward(s, kMlpBlock, true); }
 void BM_MlpBlock_Unfused(benchmark::State& s) { run_forward_backward(s, kMlpBlock, false); }
+void BM_ConvBiasGelu_Fused(benchmark::State& s) { run_forward_backward(s, kConvBiasGelu, true); }
+void BM_ConvBiasGelu_Unfused(benchmark::State& s) { run_forward_backward(s, kConvBiasGelu, false); }
 
 #define SHAPES Args({4096, 256})->Unit(benchmark::kMillisecond)->UseRealTime()
 BENCHMARK(BM_LinearBiasGelu_Fused)->SHAPES;
@@ -98,6 +108,9 @@ BENCHMARK(BM_AddNorm_Fused)->SHAPES;
 BENCHMARK(BM_AddNorm_Unfused)->SHAPES;
 BENCHMARK(BM_MlpBlock_Fused)->SHAPES->Args({256, 256});
 BENCHMARK(BM_MlpBlock_Unfused)->SHAPES->Args({256, 256});
+// 32 images of 64 channels, 32 x 32.
+BENCHMARK(BM_ConvBiasGelu_Fused)->Args({32, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_ConvBiasGelu_Unfused)->Args({32, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Fusing a list of n Linear, Bias, GELU triples and Identity ops (every fusion function runs).
 void BM_FuseLongList(benchmark::State& state) {

@@ -21,23 +21,46 @@ void for_each_patch_row(const Conv2dGeometry& g, F&& f) {
   }
 }
 
-// The input pixel that output (p, q) reads through kernel tap (r, s), or -1 in the padding.
-inline int64_t input_index(const Conv2dGeometry& g, int64_t p, int64_t q, int64_t r, int64_t s) {
-  const int64_t h = p * g.stride - g.padding + r, w = q * g.stride - g.padding + s;
-  return h < 0 || h >= g.height || w < 0 || w >= g.width ? -1 : h * g.width + w;
+// The output columns q whose tap s reads inside the image, [first, last): the pixel column
+// w = q stride - pad + s must lie in [0, W). Columns outside read the zero padding.
+struct ColumnSpan {
+  int64_t first, last;
+};
+inline ColumnSpan columns_inside(const Conv2dGeometry& g, int64_t s) {
+  const int64_t low = g.padding - s;                 // q stride >= low
+  const int64_t high = g.width - 1 + g.padding - s;  // q stride <= high
+  const int64_t last = high < 0 ? 0 : std::min(g.out_w(), high / g.stride + 1);
+  const int64_t first = std::min(last, low <= 0 ? int64_t(0) : (low + g.stride - 1) / g.stride);
+  return {first, last};
+}
+
+// Calls f(col offset of output row p, whether the row reads inside the image, x offset) for every
+// output row p of patch row (c, r, s); x offset + q stride is the pixel column q reads (the offset
+// alone may point before the plane: only columns in columns_inside are read).
+template <class F>
+void for_each_output_row(const Conv2dGeometry& g, int64_t row, int64_t plane, int64_t r, int64_t s, F&& f) {
+  for (int64_t p = 0; p < g.out_h(); ++p) {
+    const int64_t h = p * g.stride - g.padding + r;
+    const bool inside = h >= 0 && h < g.height;
+    f(row + p * g.out_w(), inside, plane + h * g.width - g.padding + s);
+  }
 }
 
 // col[(c, r, s), (p, q)] = x[c, p*stride - pad + r, q*stride - pad + s], zero in the padding.
 template <class T>
 void im2col(const Conv2dGeometry& g, const T* x, T* col) {
-  const int64_t out_h = g.out_h(), out_w = g.out_w();
+  const int64_t out_w = g.out_w(), stride = g.stride;
   for_each_patch_row(g, [&](int64_t row, int64_t plane, int64_t r, int64_t s) {
-    for (int64_t p = 0; p < out_h; ++p) {
-      for (int64_t q = 0; q < out_w; ++q) {
-        const int64_t i = input_index(g, p, q, r, s);
-        col[row + p * out_w + q] = i < 0 ? T(0) : x[plane + i];
-      }
-    }
+    const ColumnSpan q = columns_inside(g, s);
+    for_each_output_row(g, row, plane, r, s, [&](int64_t at, bool inside, int64_t from) {
+      T* out = col + at;
+      if (!inside) return std::fill(out, out + out_w, T(0));
+      const T* pixels = x;
+      std::fill(out, out + q.first, T(0));
+#pragma omp simd
+      for (int64_t j = q.first; j < q.last; ++j) out[j] = pixels[from + j * stride];
+      std::fill(out + q.last, out + out_w, T(0));
+    });
   });
 }
 
@@ -46,14 +69,16 @@ void im2col(const Conv2dGeometry& g, const T* x, T* col) {
 template <class T>
 void col2im(const Conv2dGeometry& g, const T* col, T* dx) {
   std::fill(dx, dx + g.in_channels * g.in_plane(), T(0));
-  const int64_t out_h = g.out_h(), out_w = g.out_w();
+  const int64_t stride = g.stride;
   for_each_patch_row(g, [&](int64_t row, int64_t plane, int64_t r, int64_t s) {
-    for (int64_t p = 0; p < out_h; ++p) {
-      for (int64_t q = 0; q < out_w; ++q) {
-        const int64_t i = input_index(g, p, q, r, s);
-        if (i >= 0) dx[plane + i] += col[row + p * out_w + q];
-      }
-    }
+    const ColumnSpan q = columns_inside(g, s);
+    for_each_output_row(g, row, plane, r, s, [&](int64_t at, bool inside, int64_t to) {
+      if (!inside) return;
+      const T* in = col + at;
+      T* pixels = dx;
+#pragma omp simd
+      for (int64_t j = q.first; j < q.last; ++j) pixels[to + j * stride] += in[j];
+    });
   });
 }
 
