@@ -112,9 +112,13 @@ struct Algorithm {
 using AlgorithmKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                                 int64_t, int64_t>;
 
-// The heuristic's ranked list for one pass, as (algo, status, memory, math type).
-template <class Perf>
-Algorithm first_usable(const std::vector<Perf>& ranked, int returned, cudnnMathType_t math, const char* pass) {
+// The first entry of cuDNN's ranked heuristic list (query fills up to `count` entries) that ran
+// successfully, fits kMaxWorkspaceBytes and, under FMA math, uses FMA math.
+template <class Perf, class Query>
+Algorithm ask_heuristics(int count, cudnnMathType_t math, const char* pass, Query&& query) {
+  std::vector<Perf> ranked(static_cast<size_t>(count));
+  int returned = 0;
+  query(count, &returned, ranked.data());
   for (int i = 0; i < returned; ++i) {
     const Perf& p = ranked[size_t(i)];
     const bool math_ok = math != CUDNN_FMA_MATH || p.mathType == CUDNN_FMA_MATH;
@@ -132,33 +136,31 @@ Algorithm algorithm_for(Pass pass, const Conv2dGeometry& g, cudnnDataType_t type
   std::lock_guard<std::mutex> lock(mutex);
   const auto it = cache->find(key);
   if (it != cache->end()) return it->second;
-  int returned = 0;
   Algorithm chosen{};
   switch (pass) {
-    case Pass::Forward: {
-      std::vector<cudnnConvolutionFwdAlgoPerf_t> ranked(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-      check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(state.handle, d.x, d.w, d.conv, d.y, int(ranked.size()),
-                                                         &returned, ranked.data()),
-                  "cudnnGetConvolutionForwardAlgorithm_v7");
-      chosen = first_usable(ranked, returned, math, "forward");
+    case Pass::Forward:
+      chosen = ask_heuristics<cudnnConvolutionFwdAlgoPerf_t>(
+          CUDNN_CONVOLUTION_FWD_ALGO_COUNT, math, "forward", [&](int count, int* returned, auto* ranked) {
+            check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(state.handle, d.x, d.w, d.conv, d.y, count, returned, ranked),
+                        "cudnnGetConvolutionForwardAlgorithm_v7");
+          });
       break;
-    }
-    case Pass::BackwardData: {
-      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> ranked(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-      check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(state.handle, d.w, d.y, d.conv, d.x, int(ranked.size()),
-                                                              &returned, ranked.data()),
-                  "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      chosen = first_usable(ranked, returned, math, "backward-data");
+    case Pass::BackwardData:
+      chosen = ask_heuristics<cudnnConvolutionBwdDataAlgoPerf_t>(
+          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, math, "backward-data", [&](int count, int* returned, auto* ranked) {
+            check_cudnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(state.handle, d.w, d.y, d.conv, d.x, count, returned,
+                                                                    ranked),
+                        "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+          });
       break;
-    }
-    case Pass::BackwardFilter: {
-      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> ranked(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-      check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(state.handle, d.x, d.y, d.conv, d.w,
-                                                                int(ranked.size()), &returned, ranked.data()),
-                  "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      chosen = first_usable(ranked, returned, math, "backward-filter");
+    case Pass::BackwardFilter:
+      chosen = ask_heuristics<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, math, "backward-filter", [&](int count, int* returned, auto* ranked) {
+            check_cudnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(state.handle, d.x, d.y, d.conv, d.w, count,
+                                                                      returned, ranked),
+                        "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+          });
       break;
-    }
   }
   return (*cache)[key] = chosen;
 }
