@@ -108,12 +108,14 @@ enum class Pass { Forward, BackwardData, BackwardFilter };
 struct Algorithm {
   int algo;
   size_t workspace_bytes;
+  cudnnMathType_t math;  // cuDNN 7.4+ picks kernels by algorithm and math type together
 };
 using AlgorithmKey = std::tuple<int, int, int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
                                 int64_t, int64_t>;
 
 // The first entry of cuDNN's ranked heuristic list (query fills up to `count` entries) that ran
-// successfully, fits kMaxWorkspaceBytes and, under FMA math, uses FMA math.
+// successfully, fits kMaxWorkspaceBytes and, under FMA math, uses FMA math (with FMA set on the
+// descriptor cuDNN reports FMA for what it returns; PyTorch asserts the same).
 template <class Perf, class Query>
 Algorithm ask_heuristics(int count, cudnnMathType_t math, const char* pass, Query&& query) {
   std::vector<Perf> ranked(static_cast<size_t>(count));
@@ -122,7 +124,9 @@ Algorithm ask_heuristics(int count, cudnnMathType_t math, const char* pass, Quer
   for (int i = 0; i < returned; ++i) {
     const Perf& p = ranked[size_t(i)];
     const bool math_ok = math != CUDNN_FMA_MATH || p.mathType == CUDNN_FMA_MATH;
-    if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= kMaxWorkspaceBytes && math_ok) return {int(p.algo), p.memory};
+    if (p.status == CUDNN_STATUS_SUCCESS && p.memory <= kMaxWorkspaceBytes && math_ok) {
+      return {int(p.algo), p.memory, p.mathType};
+    }
   }
   throw std::runtime_error(std::string("cuDNN's heuristics offer no usable ") + pass + " algorithm for this convolution");
 }
@@ -177,7 +181,9 @@ struct ConvCall {
       : state((use_device(device), state_of(device))),
         d(g, CudnnType<T>::value, math_type<T>()),
         algorithm(algorithm_for(pass, g, CudnnType<T>::value, math_type<T>(), device, state, d)),
-        workspace(workspace_of(state, algorithm.workspace_bytes)) {}
+        workspace(workspace_of(state, algorithm.workspace_bytes)) {
+    check_cudnn(cudnnSetConvolutionMathType(d.conv, algorithm.math), "cudnnSetConvolutionMathType");
+  }
 };
 
 bool has_no_output(const Conv2dGeometry& g) { return g.batch == 0 || g.out_channels == 0 || g.out_plane() <= 0; }
