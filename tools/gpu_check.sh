@@ -66,12 +66,14 @@ run() {
     status=1
   fi
 
-  # name, command...: runs a test, keeps its log, adds a row to the table.
+  # name, command...: runs a test, keeps its log, adds a row to the table. GPU time is short, so
+  # each step is cut off after $limit seconds (exit 124) instead of eating the rest of it.
+  local limit=240
   check() {
     local name="$1"
     shift
     local start=$SECONDS
-    if "$@" >"$logs/$name.log" 2>&1; then
+    if timeout "$limit" "$@" >"$logs/$name.log" 2>&1; then
       rows+=("$(printf '%-28s passed in %3d s (%d ok, %d skipped)' "$name" $((SECONDS - start)) \
         "$(grep -c '^\[       OK' "$logs/$name.log")" "$(grep -cE '^\[  SKIPPED \] .*\([0-9]+ ms\)$' "$logs/$name.log")")")
     else
@@ -99,16 +101,16 @@ run() {
   local benches=("mlp_block 16384 1024" "mlp_block 4096 1024" "norm_block 16384 4096")
   for b in "${benches[@]}"; do
     read -r model tokens hidden <<<"$b"
-    "$gpu/tools/bench" --device cuda --model "$model" --tokens "$tokens" --hidden "$hidden" --iters 20 \
+    timeout "$limit" "$gpu/tools/bench" --device cuda --model "$model" --tokens "$tokens" --hidden "$hidden" --iters 20 \
       --json "$logs/bench_${model}_$tokens.json" >"$logs/bench_${model}_$tokens.log" 2>&1 || status=1
     if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
-      python3 "$gpu/pytorch_bench.py" --device cuda --model "$model" --tokens "$tokens" --hidden "$hidden" \
+      timeout "$limit" python3 "$gpu/pytorch_bench.py" --device cuda --model "$model" --tokens "$tokens" --hidden "$hidden" \
         --iters 20 --json "$logs/torch_${model}_$tokens.json" >/dev/null 2>"$logs/torch_${model}_$tokens.log"
     fi
   done
 
   # Issue 6's bandwidth target: RMSNorm forward and backward against a device-to-device copy.
-  "$gpu/tools/bench" --device cuda --model rmsnorm --tokens 16384 --hidden 4096 --iters 20 \
+  timeout "$limit" "$gpu/tools/bench" --device cuda --model rmsnorm --tokens 16384 --hidden 4096 --iters 20 \
     --json "$logs/bench_rmsnorm.json" >"$logs/bench_rmsnorm.log" 2>&1 || status=1
 
   echo
