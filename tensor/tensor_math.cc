@@ -203,7 +203,8 @@ Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {
 }
 
 Tensor embedding_backward(const Tensor& dout, const Tensor& ids, const Shape& table_shape) {
-  Tensor dtable = zeros(table_shape, dout.dtype(), dout.device());
+  // The CPU kernel adds into zeros; the CUDA kernel writes every row itself.
+  Tensor dtable = dout.device().is_cpu() ? zeros(table_shape, dout.dtype()) : empty(table_shape, dout.dtype(), dout.device());
   const int64_t vocab = table_shape[0], dim = table_shape[1];
   dispatch_floating_on_device(
       "embedding backward", dout,
@@ -211,7 +212,7 @@ Tensor embedding_backward(const Tensor& dout, const Tensor& ids, const Shape& ta
         using T = decltype(zero);
         cpu::embedding_backward<T>(dout.data<T>(), ids.data<int64_t>(), dtable.data<T>(), ids.numel(), dim);
       },
-      [&](auto zero) {  // writes every row of dtable
+      [&](auto zero) {
         using T = decltype(zero);
         gpu::embedding_backward<T>(dout.cuda_data<T>(), ids.cuda_data<int64_t>(), dtable.cuda_data<T>(), ids.numel(),
                                    vocab, dim, dout.device().index);

@@ -25,7 +25,8 @@ Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy);
 
 // op(a) op(b) (+ addend) in a new tensor, where op transposes the last two dims when its flag is
 // set. a and b are both 2-D, or both 3-D with the same batch size. A defined addend, of the
-// result's shape, is copied into the result and the GEMM accumulates onto it (beta = 1).
+// result's shape, is added in the GEMM itself (beta = 1): on CUDA read as its C, on the CPU copied
+// into the result first.
 Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend = Tensor());
 // out[i] = table[ids[i]] for a [V, D] table and int64 ids on its device (throws naming `op` when
 // an id is out of range), and its adjoint, the scatter-add dtable[ids[i]] += dout[i].
