@@ -57,7 +57,12 @@ void BM_MlpBlockGemms(benchmark::State& state) {
                                                 benchmark::Counter::kIs1000);
 }
 
-BENCHMARK(BM_MlpBlockGemms)->Args({256, 256})->Args({4096, 256})->Args({4096, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_MlpBlockGemms)
+    ->Args({256, 256})
+    ->Args({4096, 256})
+    ->Args({4096, 1024})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_Sgemm)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CblasSgemmDirect)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 

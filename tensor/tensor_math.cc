@@ -204,7 +204,8 @@ Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {
 
 Tensor embedding_backward(const Tensor& dout, const Tensor& ids, const Shape& table_shape) {
   // The CPU kernel adds into zeros; the CUDA kernel writes every row itself.
-  Tensor dtable = dout.device().is_cpu() ? zeros(table_shape, dout.dtype()) : empty(table_shape, dout.dtype(), dout.device());
+  Tensor dtable = dout.device().is_cpu() ? zeros(table_shape, dout.dtype())
+                                         : empty(table_shape, dout.dtype(), dout.device());
   const int64_t vocab = table_shape[0], dim = table_shape[1];
   dispatch_floating_on_device(
       "embedding backward", dout,

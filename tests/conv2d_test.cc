@@ -111,7 +111,8 @@ TEST(ChannelBias, AddsPerChannelAndItsGradientsMatchFiniteDifferences) {
   for (size_t i = 0; i < y.size(); ++i) EXPECT_DOUBLE_EQ(y[i], xv[i] + b[(i / 20) % 3]) << i;
   expect_gradients_match_finite_differences(std::make_shared<ChannelBias>(3, 0.5), x);
   // Any trailing shape: [N, C] alone, and [N, C, L].
-  expect_gradients_match_finite_differences(std::make_shared<ChannelBias>(3, 0.5), random_tensor({4, 3}, DType::Float64, 8));
+  expect_gradients_match_finite_differences(std::make_shared<ChannelBias>(3, 0.5),
+                                            random_tensor({4, 3}, DType::Float64, 8));
   expect_gradients_match_finite_differences(std::make_shared<ChannelBias>(3, 0.5),
                                             random_tensor({2, 3, 7}, DType::Float64, 9));
 }

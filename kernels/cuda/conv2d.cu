@@ -17,7 +17,9 @@ namespace fuselab::kernels::cuda {
 namespace {
 
 void check_cudnn(cudnnStatus_t status, const char* call) {
-  if (status != CUDNN_STATUS_SUCCESS) throw std::runtime_error(std::string(call) + " failed: " + cudnnGetErrorString(status));
+  if (status != CUDNN_STATUS_SUCCESS) {
+    throw std::runtime_error(std::string(call) + " failed: " + cudnnGetErrorString(status));
+  }
 }
 
 // One cuDNN handle and one workspace per device, made on first use; the workspace grows to the
@@ -128,7 +130,8 @@ Algorithm ask_heuristics(int count, cudnnMathType_t math, const char* pass, Quer
       return {int(p.algo), p.memory, p.mathType};
     }
   }
-  throw std::runtime_error(std::string("cuDNN's heuristics offer no usable ") + pass + " algorithm for this convolution");
+  throw std::runtime_error(std::string("cuDNN's heuristics offer no usable ") + pass +
+                           " algorithm for this convolution");
 }
 
 Algorithm algorithm_for(Pass pass, const Conv2dGeometry& g, cudnnDataType_t type, cudnnMathType_t math, int device,
@@ -145,8 +148,9 @@ Algorithm algorithm_for(Pass pass, const Conv2dGeometry& g, cudnnDataType_t type
     case Pass::Forward:
       chosen = ask_heuristics<cudnnConvolutionFwdAlgoPerf_t>(
           CUDNN_CONVOLUTION_FWD_ALGO_COUNT, math, "forward", [&](int count, int* returned, auto* ranked) {
-            check_cudnn(cudnnGetConvolutionForwardAlgorithm_v7(state.handle, d.x, d.w, d.conv, d.y, count, returned, ranked),
-                        "cudnnGetConvolutionForwardAlgorithm_v7");
+            check_cudnn(
+                cudnnGetConvolutionForwardAlgorithm_v7(state.handle, d.x, d.w, d.conv, d.y, count, returned, ranked),
+                "cudnnGetConvolutionForwardAlgorithm_v7");
           });
       break;
     case Pass::BackwardData:

@@ -228,7 +228,9 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T
   }
   const GemmCall<T> call{transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, c, ldc,
                          GemmEpilogue::None, nullptr, nullptr};
-  if (!run_gemm(call, device)) throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic found no algorithm for this GEMM");
+  if (!run_gemm(call, device)) {
+    throw std::runtime_error("cublasLtMatmulAlgoGetHeuristic found no algorithm for this GEMM");
+  }
 }
 
 template <class T>

@@ -49,8 +49,9 @@ FusedForward ForwardConvBiasActivation::fuser_forward(const std::vector<OpContex
                                                         g.out_channels, g.out_plane(), device);
         }
         if (keep_pre) pre = empty_like(y);
-        kernels::cuda::channel_bias_activation_forward<T>(act, b, y.cuda_data<T>(), keep_pre ? pre.cuda_data<T>() : nullptr,
-                                                          g.batch, g.out_channels, g.out_plane(), device);
+        kernels::cuda::channel_bias_activation_forward<T>(act, b, y.cuda_data<T>(),
+                                                          keep_pre ? pre.cuda_data<T>() : nullptr, g.batch,
+                                                          g.out_channels, g.out_plane(), device);
       });
   Conv2d::save_for_backward(*ctxs[0], x, conv.weight());
   if (has_activation) ActivationOp::save_for_backward(*ctxs[2], act == Activation::ReLU ? y : pre);
