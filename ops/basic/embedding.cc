@@ -5,7 +5,7 @@
 
 namespace fuselab {
 
-Embedding::Embedding(int64_t vocab, int64_t dim, Generator* gen) : BasicOp("Embedding"), vocab_(vocab), dim_(dim) {
+Embedding::Embedding(int64_t vocab, int64_t dim, Generator* gen) : BasicOp("Embedding") {
   check(vocab > 0 && dim > 0, "Embedding: sizes must be positive, got vocab ", vocab, ", dim ", dim);
   add_parameter("table", randn({vocab, dim}, DType::Float32, gen));
 }

@@ -20,9 +20,6 @@ class Embedding : public BasicOp {
 
   OpForward op_forward(OpContext& ctx, const Tensor& ids, const std::vector<Tensor>&) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
-
- private:
-  int64_t vocab_, dim_;
 };
 
 }  // namespace fuselab
