@@ -8,7 +8,7 @@ namespace fuselab {
 // Every functional op has CPU and CUDA kernels; this checks the dtype.
 inline void check_floating(const char* op, const Tensor& t) {
   check(t.defined(), op, ": undefined tensor argument");
-  check(is_floating(t.dtype()), op, ": needs a float32 or float64 tensor, got ", t.dtype(), " of shape ",
+  check(is_floating(t.dtype()), op, ": needs a float32, float64 or bfloat16 tensor, got ", t.dtype(), " of shape ",
         t.shape());
 }
 

@@ -28,6 +28,7 @@ Tensor mean(const Tensor& x);
 Tensor sum_last_dim(const Tensor& x);   // [..., n] -> [...]
 Tensor mean_last_dim(const Tensor& x);
 Tensor reshape(const Tensor& x, const Shape& shape);  // one size may be -1
+Tensor cast(const Tensor& x, DType dtype);  // between float32, float64 and bfloat16; grads flow back
 
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);  // tanh approximation

@@ -30,7 +30,7 @@ void BasicOp::to(DType dtype) {
 
 void BasicOp::check_input(const Tensor& x, int64_t features) const {
   check(x.defined(), describe(), ": undefined input");
-  check(is_floating(x.dtype()), describe(), ": input must be float32 or float64, got ", x.dtype(),
+  check(is_floating(x.dtype()), describe(), ": input must be float32, float64 or bfloat16, got ", x.dtype(),
         " of shape ", x.shape());
   check(x.dim() >= 1 && (features < 0 || x.size(-1) == features), describe(), ": input of shape ", x.shape(),
         " must have last dim ", features);

@@ -14,31 +14,29 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : Optimizer(std::
   lr_ = options.lr;
 }
 
-void AdamW::step() {
+void AdamW::update(const std::vector<size_t>& stepped, const std::vector<Tensor>& grads) {
   const AdamWOptions& o = options_;
   const kernels::AdamWHyper hyper{lr_, o.beta1, o.beta2, o.eps, o.weight_decay, steps_ + 1};
-  const std::vector<size_t> stepped = params_with_grad();
-  if (!stepped.empty()) {
-    dispatch_floating_on_device(
-        "AdamW", params_[stepped[0]],
-        [&](auto zero) {
-          using T = decltype(zero);
-          for (size_t k : stepped) {
-            kernels::cpu::adamw_step(params_[k].data<T>(), params_[k].grad().data<T>(), buffer(0, k).data<T>(),
-                                     buffer(1, k).data<T>(), params_[k].numel(), hyper);
-          }
-        },
-        [&](auto zero) {  // every parameter in one launch
-          using T = decltype(zero);
-          std::vector<kernels::cuda::ParamBuffers<T>> buffers;
-          for (size_t k : stepped) {
-            buffers.push_back({params_[k].cuda_data<T>(), params_[k].grad().cuda_data<T>(),
-                               buffer(0, k).cuda_data<T>(), buffer(1, k).cuda_data<T>(), params_[k].numel()});
-          }
-          kernels::cuda::adamw_step(buffers, hyper, params_[stepped[0]].device().index);
-        });
-  }
-  ++steps_;
+  dispatch_floating_on_device(
+      "AdamW", weights(stepped[0]),
+      [&](auto zero) {
+        using T = decltype(zero);
+        for (size_t i = 0; i < stepped.size(); ++i) {
+          const size_t k = stepped[i];
+          kernels::cpu::adamw_step(weights(k).data<T>(), grads[i].data<T>(), buffer(0, k).data<T>(),
+                                   buffer(1, k).data<T>(), weights(k).numel(), hyper);
+        }
+      },
+      [&](auto zero) {  // every parameter in one launch
+        using T = decltype(zero);
+        std::vector<kernels::cuda::ParamBuffers<T>> buffers;
+        for (size_t i = 0; i < stepped.size(); ++i) {
+          const size_t k = stepped[i];
+          buffers.push_back({weights(k).cuda_data<T>(), grads[i].cuda_data<T>(),
+                             buffer(0, k).cuda_data<T>(), buffer(1, k).cuda_data<T>(), weights(k).numel()});
+        }
+        kernels::cuda::adamw_step(buffers, hyper, weights(stepped[0]).device().index);
+      });
 }
 
 }  // namespace fuselab

@@ -19,9 +19,9 @@ struct AdamWOptions {
 class AdamW : public Optimizer {
  public:
   AdamW(std::vector<Tensor> params, AdamWOptions options);
-  void step() override;
 
  private:
+  void update(const std::vector<size_t>& stepped, const std::vector<Tensor>& grads) override;
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   AdamWOptions options_;
 };

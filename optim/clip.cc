@@ -15,7 +15,7 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   for (const Tensor& p : params) {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
-    dispatch_floating_on_device(
+    dispatch_floating_on_device<WithBFloat16::Yes>(
         "clip_grad_norm", g,
         [&](auto zero) {
           using T = decltype(zero);

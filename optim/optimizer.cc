@@ -3,6 +3,17 @@
 #include "tensor/factories.h"
 
 namespace fuselab {
+namespace {
+
+// A copy of a state entry on `like`'s device; throws naming it unless it has like's shape and dtype.
+Tensor checked_entry(const std::pair<const std::string, Tensor>& entry, const Tensor& like) {
+  const auto& [name, value] = entry;
+  check(value.shape() == like.shape() && value.dtype() == like.dtype(), "optimizer state: '", name, "' has shape ",
+        value.shape(), " ", value.dtype(), ", the parameter's needs ", like.shape(), " ", like.dtype());
+  return value.to(like.device()).clone();
+}
+
+}  // namespace
 
 Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -11,7 +22,26 @@ Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
           " must be a floating leaf tensor");
     check(p.device() == params_[0].device(), "optimizer: parameter ", i, " of shape ", p.shape(), " is on ",
           p.device(), ", parameter 0 on ", params_[0].device(), " (one optimizer per device)");
+    check(compute_dtype(p.dtype()) == compute_dtype(params_[0].dtype()), "optimizer: parameter ", i, " of shape ",
+          p.shape(), " is ", p.dtype(), ", parameter 0 ", params_[0].dtype(), " (their updates must share a dtype)");
+    masters_.push_back(p.dtype() == DType::BFloat16 ? p.detach().to(DType::Float32) : Tensor());
   }
+}
+
+void Optimizer::step() {
+  std::vector<size_t> stepped;
+  std::vector<Tensor> grads;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const Tensor grad = params_[k].grad();
+    if (!grad.defined()) continue;
+    stepped.push_back(k);
+    grads.push_back(grad.to(weights(k).dtype()));
+  }
+  if (!stepped.empty()) update(stepped, grads);
+  for (size_t k : stepped) {
+    if (masters_[k].defined()) params_[k].copy_(masters_[k].to(DType::BFloat16));
+  }
+  ++steps_;
 }
 
 void Optimizer::zero_grad() {
@@ -21,16 +51,8 @@ void Optimizer::zero_grad() {
 Tensor& Optimizer::buffer(size_t name_index, size_t param_index) {
   if (buffers_.empty()) buffers_.resize(buffer_names().size(), std::vector<Tensor>(params_.size()));
   Tensor& b = buffers_[name_index][param_index];
-  if (!b.defined()) b = zeros_like(params_[param_index]);
+  if (!b.defined()) b = zeros_like(weights(param_index));
   return b;
-}
-
-std::vector<size_t> Optimizer::params_with_grad() const {
-  std::vector<size_t> indices;
-  for (size_t k = 0; k < params_.size(); ++k) {
-    if (params_[k].grad().defined()) indices.push_back(k);
-  }
-  return indices;
 }
 
 NamedTensors Optimizer::state() const {
@@ -41,6 +63,9 @@ NamedTensors Optimizer::state() const {
       const Tensor& b = buffers_[n][i];  // saved from the CPU, whatever the device
       if (b.defined()) state[names[n] + "." + std::to_string(i)] = b.device().is_cpu() ? b.clone() : b.to(Device::cpu());
     }
+  }
+  for (size_t i = 0; i < masters_.size(); ++i) {
+    if (masters_[i].defined()) state["master." + std::to_string(i)] = masters_[i].to(Device::cpu()).clone();
   }
   return state;
 }
@@ -55,18 +80,21 @@ void Optimizer::load_state(const NamedTensors& state) {
     for (size_t i = 0; i < params_.size(); ++i) {
       auto it = state.find(names[n] + "." + std::to_string(i));
       if (it == state.end()) continue;  // that parameter had no grad yet
-      check(it->second.shape() == params_[i].shape() && it->second.dtype() == params_[i].dtype(),
-            "optimizer state: '", it->first, "' has shape ", it->second.shape(), " ", it->second.dtype(),
-            ", the parameter has ", params_[i].shape(), " ", params_[i].dtype());
-      loaded[n][i] = it->second.to(params_[i].device()).clone();
+      loaded[n][i] = checked_entry(*it, weights(i));
     }
   }
+  std::vector<Tensor> masters = masters_;
+  for (size_t i = 0; i < masters.size(); ++i) {
+    auto it = state.find("master." + std::to_string(i));
+    if (masters[i].defined() && it != state.end()) masters[i] = checked_entry(*it, masters[i]);
+  }
   for (const auto& [name, value] : state) {
-    bool known = name == "step";
+    bool known = name == "step" || name.rfind("master.", 0) == 0;
     for (size_t n = 0; n < names.size() && !known; ++n) known = name.rfind(names[n] + ".", 0) == 0;
     check(known, "optimizer state: unexpected entry '", name, "'");
   }
   buffers_ = std::move(loaded);
+  masters_ = std::move(masters);
   steps_ = int64_t(step->second.item());
 }
 

@@ -1,5 +1,10 @@
 // Optimizer: updates a fixed list of parameters from their grads, and saves and restores its
 // state (per-parameter buffers and the step count) as named tensors, for checkpoints.
+//
+// bfloat16 parameters train through float32 master weights: the update runs on a float32 copy
+// of the parameter (with the grad widened to float32 and float32 buffers), and the parameter is
+// that copy rounded. Updates far below a bfloat16 ulp still add up in the master, where applied
+// to the bfloat16 parameter directly they would round away.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +22,7 @@ class Optimizer {
   explicit Optimizer(std::vector<Tensor> params);
   virtual ~Optimizer() = default;
 
-  virtual void step() = 0;  // parameters without a grad are skipped
+  void step();  // parameters without a grad are skipped
   void zero_grad();
 
   double lr() const { return lr_; }
@@ -25,17 +30,21 @@ class Optimizer {
   int64_t steps() const { return steps_; }
   const std::vector<Tensor>& params() const { return params_; }
 
-  // "step" and one entry per buffer, named "<buffer>.<parameter index>".
+  // "step", one entry per buffer, named "<buffer>.<parameter index>", and "master.<index>" for
+  // each bfloat16 parameter.
   NamedTensors state() const;
   // Throws naming the entry if a buffer is missing or has the wrong shape or dtype.
   void load_state(const NamedTensors& state);
 
  protected:
-  // Buffers per parameter, e.g. {"exp_avg", "exp_avg_sq"}; created zeroed on first use.
+  // Updates weights(k) from grads[i] for each k = stepped[i], all of one dtype and device.
+  virtual void update(const std::vector<size_t>& stepped, const std::vector<Tensor>& grads) = 0;
+  // Buffers per parameter, e.g. {"exp_avg", "exp_avg_sq"}; created zeroed on first use, in the
+  // weights' dtype.
   virtual std::vector<std::string> buffer_names() const = 0;
   Tensor& buffer(size_t name_index, size_t param_index);
-  // Indices of the parameters that have a grad: the ones a step updates.
-  std::vector<size_t> params_with_grad() const;
+  // What update() changes: the parameter, or its float32 master when it is bfloat16.
+  Tensor& weights(size_t k) { return masters_[k].defined() ? masters_[k] : params_[k]; }
 
   std::vector<Tensor> params_;
   double lr_ = 0;
@@ -43,6 +52,7 @@ class Optimizer {
 
  private:
   std::vector<std::vector<Tensor>> buffers_;  // [name][param]
+  std::vector<Tensor> masters_;               // float32 copies of the bfloat16 parameters
 };
 
 }  // namespace fuselab

@@ -13,32 +13,30 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(p
   lr_ = options.lr;
 }
 
-void SGD::step() {
+void SGD::update(const std::vector<size_t>& stepped, const std::vector<Tensor>& grads) {
   const SGDOptions& o = options_;
   const kernels::SGDHyper hyper{lr_, o.momentum, o.weight_decay, o.nesterov};
   const bool momentum = o.momentum > 0;
-  const std::vector<size_t> stepped = params_with_grad();
-  if (!stepped.empty()) {
-    dispatch_floating_on_device(
-        "SGD", params_[stepped[0]],
-        [&](auto zero) {
-          using T = decltype(zero);
-          for (size_t k : stepped) {
-            kernels::cpu::sgd_step(params_[k].data<T>(), params_[k].grad().data<T>(),
-                                   momentum ? buffer(0, k).data<T>() : nullptr, params_[k].numel(), hyper);
-          }
-        },
-        [&](auto zero) {  // every parameter in one launch
-          using T = decltype(zero);
-          std::vector<kernels::cuda::ParamBuffers<T>> buffers;
-          for (size_t k : stepped) {
-            buffers.push_back({params_[k].cuda_data<T>(), params_[k].grad().cuda_data<T>(),
-                               momentum ? buffer(0, k).cuda_data<T>() : nullptr, nullptr, params_[k].numel()});
-          }
-          kernels::cuda::sgd_step(buffers, hyper, params_[stepped[0]].device().index);
-        });
-  }
-  ++steps_;
+  dispatch_floating_on_device(
+      "SGD", weights(stepped[0]),
+      [&](auto zero) {
+        using T = decltype(zero);
+        for (size_t i = 0; i < stepped.size(); ++i) {
+          const size_t k = stepped[i];
+          kernels::cpu::sgd_step(weights(k).data<T>(), grads[i].data<T>(),
+                                 momentum ? buffer(0, k).data<T>() : nullptr, weights(k).numel(), hyper);
+        }
+      },
+      [&](auto zero) {  // every parameter in one launch
+        using T = decltype(zero);
+        std::vector<kernels::cuda::ParamBuffers<T>> buffers;
+        for (size_t i = 0; i < stepped.size(); ++i) {
+          const size_t k = stepped[i];
+          buffers.push_back({weights(k).cuda_data<T>(), grads[i].cuda_data<T>(),
+                             momentum ? buffer(0, k).cuda_data<T>() : nullptr, nullptr, weights(k).numel()});
+        }
+        kernels::cuda::sgd_step(buffers, hyper, weights(stepped[0]).device().index);
+      });
 }
 
 }  // namespace fuselab

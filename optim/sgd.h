@@ -20,9 +20,9 @@ struct SGDOptions {
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);
-  void step() override;
 
  private:
+  void update(const std::vector<size_t>& stepped, const std::vector<Tensor>& grads) override;
   std::vector<std::string> buffer_names() const override { return {"momentum_buffer"}; }
   SGDOptions options_;
 };

@@ -2,10 +2,14 @@
 //   dispatch_floating(t.dtype(), "gelu", [&](auto zero) { using T = decltype(zero); ... });
 // and, for kernels that exist on both backends, picks the one for the tensor's device:
 //   dispatch_floating_on_device("gelu", x, cpu_lambda, cuda_lambda);
+//
+// bfloat16 is opt-in: an op whose kernels take it (computing in compute_t<T>, float32) dispatches
+// with WithBFloat16::Yes; every other op throws naming itself when handed a bfloat16 tensor.
 #pragma once
 
 #include <cstdint>
 #include <exception>
+#include <type_traits>
 
 #include "tensor/dtype.h"
 #include "tensor/error.h"
@@ -13,34 +17,47 @@
 
 namespace fuselab {
 
-template <class F>
+enum class WithBFloat16 { No, Yes };
+
+template <WithBFloat16 bf16 = WithBFloat16::No, class F>
 void dispatch_floating(DType dtype, const char* op, F&& f) {
+  if constexpr (bf16 == WithBFloat16::Yes) {
+    if (dtype == DType::BFloat16) return f(bfloat16{});
+  }
   switch (dtype) {
     case DType::Float32: return f(float{});
     case DType::Float64: return f(double{});
-    default: fail(op, ": needs a float32 or float64 tensor, got ", dtype);
+    default:
+      fail(op, ": needs a float32 or float64", bf16 == WithBFloat16::Yes ? " or bfloat16" : "", " tensor, got ",
+           dtype);
   }
 }
 
+// Every dtype: for copies, fills and printing.
 template <class F>
 void dispatch_all(DType dtype, const char* op, F&& f) {
   if (dtype == DType::Int64) return f(int64_t{});
-  dispatch_floating(dtype, op, f);
+  dispatch_floating<WithBFloat16::Yes>(dtype, op, f);
 }
 
 // Calls `cpu_kernel(zero)` or `cuda_kernel(zero)` for x's device, zero of x's C++ type. A CUDA
 // failure (std::runtime_error from kernels/cuda) becomes a fuselab::Error naming the op, the shape
 // and the device.
-template <class CpuKernel, class CudaKernel>
+template <WithBFloat16 bf16 = WithBFloat16::No, class CpuKernel, class CudaKernel>
 void dispatch_floating_on_device(const char* op, const Tensor& x, CpuKernel&& cpu_kernel, CudaKernel&& cuda_kernel) {
-  dispatch_floating(x.dtype(), op, [&](auto zero) {
+  dispatch_floating<bf16>(x.dtype(), op, [&](auto zero) {
     if (x.device().is_cpu()) return cpu_kernel(zero);
-    try {
-      cuda_kernel(zero);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      fail(op, " on a ", x.dtype(), " tensor of shape ", x.shape(), " on ", x.device(), ": ", e.what());
+    if constexpr (std::is_same_v<decltype(zero), bfloat16>) {
+      fail(op, ": bfloat16 runs on the CPU only so far (no CUDA kernel takes it yet); got a tensor of shape ",
+           x.shape(), " on ", x.device());
+    } else {
+      try {
+        cuda_kernel(zero);
+      } catch (const Error&) {
+        throw;
+      } catch (const std::exception& e) {
+        fail(op, " on a ", x.dtype(), " tensor of shape ", x.shape(), " on ", x.device(), ": ", e.what());
+      }
     }
   });
 }

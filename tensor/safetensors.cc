@@ -23,12 +23,13 @@ const char* safetensors_dtype(DType dtype) {
     case DType::Float32: return "F32";
     case DType::Float64: return "F64";
     case DType::Int64: return "I64";
+    case DType::BFloat16: return "BF16";
   }
   return "?";
 }
 
 bool dtype_from_name(const std::string& name, DType& dtype) {
-  for (DType d : {DType::Float32, DType::Float64, DType::Int64}) {
+  for (DType d : {DType::Float32, DType::Float64, DType::Int64, DType::BFloat16}) {
     if (name == safetensors_dtype(d)) {
       dtype = d;
       return true;

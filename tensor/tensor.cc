@@ -167,6 +167,7 @@ std::vector<T> Tensor::to_vector() const {
 template std::vector<float> Tensor::to_vector() const;
 template std::vector<double> Tensor::to_vector() const;
 template std::vector<int64_t> Tensor::to_vector() const;
+template std::vector<bfloat16> Tensor::to_vector() const;
 
 Tensor& Tensor::set_requires_grad(bool requires_grad) {
   check(is_leaf(), "set_requires_grad: only leaf tensors can change requires_grad (shape ", shape(), ")");

@@ -35,7 +35,7 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const Broadcast broadcast = broadcast_kind("binary", a, b);
   Tensor out = empty_like(a);
   const int64_t rows = rows_of(a), cols = a.dim() ? a.size(-1) : 1;
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "binary", a,
       [&](auto zero) {
         using T = decltype(zero);
@@ -58,11 +58,11 @@ Tensor scaled(const Tensor& x, double alpha) {
 void scale_into(Tensor& out, const Tensor& x, double alpha) {
   check(x.shape() == out.shape() && x.dtype() == out.dtype() && x.device() == out.device(), "scale_into: ", x.shape(),
         " ", x.dtype(), " on ", x.device(), " into ", out.shape(), " ", out.dtype(), " on ", out.device());
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "scale", x,
       [&](auto zero) {
         using T = decltype(zero);
-        cpu::scale<T>(x.data<T>(), T(alpha), out.data<T>(), x.numel());
+        cpu::scale<T>(x.data<T>(), compute_t<T>(alpha), out.data<T>(), x.numel());
       },
       [&](auto zero) {
         using T = decltype(zero);
@@ -73,11 +73,11 @@ void scale_into(Tensor& out, const Tensor& x, double alpha) {
 void add_(Tensor& y, const Tensor& x, double alpha) {
   check(x.shape() == y.shape() && x.dtype() == y.dtype() && x.device() == y.device(), "add_: ", x.shape(), " ",
         x.dtype(), " on ", x.device(), " into ", y.shape(), " ", y.dtype(), " on ", y.device());
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "add_", y,
       [&](auto zero) {
         using T = decltype(zero);
-        cpu::axpy<T>(T(alpha), x.data<T>(), y.data<T>(), y.numel());
+        cpu::axpy<T>(compute_t<T>(alpha), x.data<T>(), y.data<T>(), y.numel());
       },
       [&](auto zero) {
         using T = decltype(zero);
@@ -91,7 +91,7 @@ Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape) {
   // A scalar's grad is the sum of one column holding every element.
   const int64_t rows = broadcast == Broadcast::Scalar ? grad.numel() : rows_of(grad);
   const int64_t cols = broadcast == Broadcast::Scalar ? 1 : grad.size(-1);
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "sum_to", grad,
       [&](auto zero) {
         using T = decltype(zero);
@@ -109,7 +109,7 @@ Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape) {
 
 Tensor activation(Activation act, const Tensor& x) {
   Tensor y = empty_like(x);
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       kernels::activation_name(act), x,
       [&](auto zero) {
         using T = decltype(zero);
@@ -124,7 +124,7 @@ Tensor activation(Activation act, const Tensor& x) {
 
 Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy) {
   Tensor dx = empty_like(x);
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       kernels::activation_name(act), x,
       [&](auto zero) {
         using T = decltype(zero);
@@ -151,7 +151,7 @@ Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
   // GEMM reads it as its C and writes the output as its D, with no copy.
   Tensor out = addend.defined() && a.device().is_cpu() ? addend.clone() : empty(shape, a.dtype(), a.device());
   const int device = a.device().index;
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "matmul", a,
       [&](auto zero) {
         using T = decltype(zero);

@@ -113,7 +113,7 @@ TEST(Safetensors, MalformedFilesAreExplained) {
   expect_rejected(with_header(ok, 8, 1 << 30), "runs past the end");
   expect_rejected(with_header("{\"a\":", 0), "not valid JSON");
   expect_rejected(with_header("[1,2]", 0), "must be a JSON object");
-  expect_rejected(with_header(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]}})", 4), "dtype \"BF16\"");
+  expect_rejected(with_header(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", 4), "dtype \"F16\"");
   expect_rejected(with_header(R"({"a":{"dtype":"F32","shape":[2]}})", 8), "needs dtype, shape and data_offsets");
   expect_rejected(with_header(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8), "bad dimension");
   expect_rejected(with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", 8), "outside the 8-byte");

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/activation_math.h"
+#include "kernels/bfloat16.h"
 #include "kernels/cpu/isa.h"
 
 namespace fuselab::kernels::cpu {

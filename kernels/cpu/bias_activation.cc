@@ -33,16 +33,17 @@ void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre
                               int64_t cols) {
   with_activation(act, [&](auto math) {
     // Rows without dbias need no partials; with it, each thread sums its rows' dpre privately.
+    using C = compute_t<T>;
     std::vector<T> unused;
-    parallel_partial_sums<T>(rows, dbias ? cols : 0, rows * cols > kParallelGrain, dbias ? dbias : unused.data(), true,
-                             [&](int64_t r, T* partial) {
+    parallel_partial_sums<C>(rows, dbias ? cols : 0, rows * cols > kParallelGrain, dbias ? dbias : unused.data(), true,
+                             [&](int64_t r, C* partial) {
                                const T* prer = pre + r * cols;
                                const T* dyr = dy + r * cols;
                                T* dprer = dpre + r * cols;
                                activation_grad_span<T, decltype(math)>(prer, dyr, dprer, cols);
                                if (dbias) {
 #pragma omp simd
-                                 for (int64_t c = 0; c < cols; ++c) partial[c] += dprer[c];
+                                 for (int64_t c = 0; c < cols; ++c) partial[c] += C(dprer[c]);
                                }
                              });
   });
@@ -54,6 +55,7 @@ void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre
   template void activation_bias_backward<T>(Activation, const T*, const T*, T*, T*, int64_t, int64_t);
 FUSELAB_INSTANTIATE(float)
 FUSELAB_INSTANTIATE(double)
+FUSELAB_INSTANTIATE(bfloat16)
 #undef FUSELAB_INSTANTIATE
 
 }  // namespace fuselab::kernels::cpu

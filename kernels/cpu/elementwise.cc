@@ -46,15 +46,15 @@ void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t c
 }
 
 template <class T>
-void scale(const T* x, T alpha, T* out, int64_t n) {
+void scale(const T* x, compute_t<T> alpha, T* out, int64_t n) {
 #pragma omp parallel for simd if (parallel : n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) out[i] = alpha * x[i];
+  for (int64_t i = 0; i < n; ++i) out[i] = T(alpha * compute_t<T>(x[i]));
 }
 
 template <class T>
-void axpy(T alpha, const T* x, T* y, int64_t n) {
+void axpy(compute_t<T> alpha, const T* x, T* y, int64_t n) {
 #pragma omp parallel for simd if (parallel : n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+  for (int64_t i = 0; i < n; ++i) y[i] = T(compute_t<T>(y[i]) + alpha * compute_t<T>(x[i]));
 }
 
 // sum_i term(i) over [0, n): blocks of 4096 terms, each summed in double (accurate for millions
@@ -86,10 +86,11 @@ double sum_squares(const T* x, int64_t n) {
 
 template <class T>
 void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, bool accumulate) {
-  parallel_partial_sums<T>(rows, cols, rows * cols > kParallelGrain, out, accumulate, [&](int64_t r, T* partial) {
+  using C = compute_t<T>;
+  parallel_partial_sums<C>(rows, cols, rows * cols > kParallelGrain, out, accumulate, [&](int64_t r, C* partial) {
     const T* xr = x + r * cols;
 #pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) partial[c] += xr[c];
+    for (int64_t c = 0; c < cols; ++c) partial[c] += C(xr[c]);
   });
 }
 
@@ -97,10 +98,10 @@ template <class T>
 void sum_cols(const T* x, int64_t rows, int64_t cols, T* out) {
   for_each_row(rows, cols, [&](int64_t r) {
     const T* xr = x + r * cols;
-    T total = 0;
+    compute_t<T> total = 0;
 #pragma omp simd reduction(+ : total)
-    for (int64_t c = 0; c < cols; ++c) total += xr[c];
-    out[r] = total;
+    for (int64_t c = 0; c < cols; ++c) total += compute_t<T>(xr[c]);
+    out[r] = T(total);
   });
 }
 
@@ -134,8 +135,8 @@ void transpose(const T* x, T* out, int64_t batch, int64_t rows, int64_t cols) {
 
 #define FUSELAB_INSTANTIATE(T)                                                                   \
   template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast);        \
-  template void scale<T>(const T*, T, T*, int64_t);                                              \
-  template void axpy<T>(T, const T*, T*, int64_t);                                               \
+  template void scale<T>(const T*, compute_t<T>, T*, int64_t);                                  \
+  template void axpy<T>(compute_t<T>, const T*, T*, int64_t);                                    \
   template T sum_all<T>(const T*, int64_t);                                                      \
   template double sum_squares<T>(const T*, int64_t);                                             \
   template void sum_rows<T>(const T*, int64_t, int64_t, T*, bool);                               \
@@ -145,6 +146,7 @@ void transpose(const T* x, T* out, int64_t batch, int64_t rows, int64_t cols) {
   template void transpose<T>(const T*, T*, int64_t, int64_t, int64_t);
 FUSELAB_INSTANTIATE(float)
 FUSELAB_INSTANTIATE(double)
+FUSELAB_INSTANTIATE(bfloat16)
 #undef FUSELAB_INSTANTIATE
 
 }  // namespace fuselab::kernels::cpu

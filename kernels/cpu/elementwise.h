@@ -1,7 +1,10 @@
-// Elementwise kernels over contiguous buffers, and the reductions their gradients need.
+// Elementwise kernels over contiguous buffers, and the reductions their gradients need. Each
+// takes float32, float64 and bfloat16, the last computed and summed in float32 (compute_t).
 #pragma once
 
 #include <cstdint>
+
+#include "kernels/bfloat16.h"
 
 #include "kernels/activation_math.h"
 #include "kernels/elementwise_kinds.h"
@@ -14,11 +17,11 @@ void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t c
 
 // out = alpha * x
 template <class T>
-void scale(const T* x, T alpha, T* out, int64_t n);
+void scale(const T* x, compute_t<T> alpha, T* out, int64_t n);
 
 // y += alpha * x
 template <class T>
-void axpy(T alpha, const T* x, T* y, int64_t n);
+void axpy(compute_t<T> alpha, const T* x, T* y, int64_t n);
 
 // out = sum over all n elements
 template <class T>

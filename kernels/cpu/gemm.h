@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "kernels/bfloat16.h"
+
 namespace fuselab::kernels::cpu {
 
 template <class T>

@@ -27,21 +27,21 @@ void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residu
     const T* rr = residual + r * out;
     if (b) {
 #pragma omp simd
-      for (int64_t c = 0; c < out; ++c) yr[c] += b[c] + rr[c];
+      for (int64_t c = 0; c < out; ++c) yr[c] = T(compute_t<T>(yr[c]) + compute_t<T>(b[c]) + compute_t<T>(rr[c]));
     } else {
 #pragma omp simd
-      for (int64_t c = 0; c < out; ++c) yr[c] += rr[c];
+      for (int64_t c = 0; c < out; ++c) yr[c] = T(compute_t<T>(yr[c]) + compute_t<T>(rr[c]));
     }
   }
 }
 
-template void linear_bias_activation_forward<float>(const float*, const float*, const float*, bool, Activation,
-                                                    float*, float*, int64_t, int64_t, int64_t);
-template void linear_bias_activation_forward<double>(const double*, const double*, const double*, bool,
-                                                     Activation, double*, double*, int64_t, int64_t, int64_t);
-template void linear_bias_add_forward<float>(const float*, const float*, const float*, const float*, float*, int64_t,
-                                             int64_t, int64_t);
-template void linear_bias_add_forward<double>(const double*, const double*, const double*, const double*, double*,
-                                              int64_t, int64_t, int64_t);
+#define FUSELAB_INSTANTIATE(T)                                                                              \
+  template void linear_bias_activation_forward<T>(const T*, const T*, const T*, bool, Activation, T*, T*, int64_t, \
+                                                  int64_t, int64_t);                                               \
+  template void linear_bias_add_forward<T>(const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t);
+FUSELAB_INSTANTIATE(float)
+FUSELAB_INSTANTIATE(double)
+FUSELAB_INSTANTIATE(bfloat16)
+#undef FUSELAB_INSTANTIATE
 
 }  // namespace fuselab::kernels::cpu

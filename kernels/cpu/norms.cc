@@ -14,9 +14,10 @@ namespace {
 // thread order (partial_sums.h), so the result is deterministic.
 template <class T, class Row>
 void rows_with_param_grads(int64_t rows, int64_t cols, T* dw, T* db, Row&& row) {
-  std::vector<T> sums(size_t(2 * cols), T(0));  // [dw | db]
-  parallel_partial_sums<T>(rows, 2 * cols, rows * cols > kParallelGrain, sums.data(), false,
-                           [&](int64_t r, T* partial) { row(r, partial, partial + cols); });
+  using C = compute_t<T>;
+  std::vector<C> sums(size_t(2 * cols), C(0));  // [dw | db]
+  parallel_partial_sums<C>(rows, 2 * cols, rows * cols > kParallelGrain, sums.data(), false,
+                           [&](int64_t r, C* partial) { row(r, partial, partial + cols); });
   for (int64_t c = 0; dw && c < cols; ++c) dw[c] += sums[size_t(c)];
   for (int64_t c = 0; db && c < cols; ++c) db[c] += sums[size_t(cols + c)];
 }
@@ -24,15 +25,16 @@ void rows_with_param_grads(int64_t rows, int64_t cols, T* dw, T* db, Row&& row) 
 }  // namespace
 
 template <class T>
-void rmsnorm_forward(const T* x, const T* w, T* y, T* rstd, int64_t rows, int64_t cols, T eps) {
+void rmsnorm_forward(const T* x, const T* w, T* y, compute_t<T>* rstd, int64_t rows, int64_t cols, compute_t<T> eps) {
+  using C = compute_t<T>;
 #pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
     T* yr = y + r * cols;
-    T sum_sq = 0;
+    C sum_sq = 0;
 #pragma omp simd reduction(+ : sum_sq)
-    for (int64_t c = 0; c < cols; ++c) sum_sq += xr[c] * xr[c];
-    const T s = T(1) / std::sqrt(sum_sq / T(cols) + eps);
+    for (int64_t c = 0; c < cols; ++c) sum_sq += C(xr[c]) * C(xr[c]);
+    const C s = C(1) / std::sqrt(sum_sq / C(cols) + C(eps));
     rstd[r] = s;
 #pragma omp simd
     for (int64_t c = 0; c < cols; ++c) yr[c] = xr[c] * s * w[c];
@@ -40,18 +42,19 @@ void rmsnorm_forward(const T* x, const T* w, T* y, T* rstd, int64_t rows, int64_
 }
 
 template <class T>
-void rmsnorm_backward(const T* x, const T* w, const T* rstd, const T* dy, const T* residual_grad, T* dx,
+void rmsnorm_backward(const T* x, const T* w, const compute_t<T>* rstd, const T* dy, const T* residual_grad, T* dx,
                       T* dw, int64_t rows, int64_t cols) {
-  rows_with_param_grads<T>(rows, cols, dw, nullptr, [&](int64_t r, T* dw_partial, T*) {
+  using C = compute_t<T>;
+  rows_with_param_grads<T>(rows, cols, dw, nullptr, [&](int64_t r, C* dw_partial, C*) {
     // Local copies: GCC does not vectorize loops that read a by-reference capture.
     const T* xr = x + r * cols;
     const T* dyr = dy + r * cols;
     const T* wr = w;
-    const T s = rstd[r];
-    T dot = 0;  // sum_j g_j xhat_j
+    const C s = rstd[r];
+    C dot = 0;  // sum_j g_j xhat_j
 #pragma omp simd reduction(+ : dot)
     for (int64_t c = 0; c < cols; ++c) dot += dyr[c] * wr[c] * xr[c] * s;
-    const T mean_dot = dot / T(cols);
+    const C mean_dot = dot / C(cols);
     if (dx) {
       T* dxr = dx + r * cols;
       if (residual_grad) {
@@ -71,20 +74,21 @@ void rmsnorm_backward(const T* x, const T* w, const T* rstd, const T* dy, const 
 }
 
 template <class T>
-void layernorm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows,
-                       int64_t cols, T eps) {
+void layernorm_forward(const T* x, const T* w, const T* b, T* y, compute_t<T>* mean, compute_t<T>* rstd, int64_t rows,
+                       int64_t cols, compute_t<T> eps) {
+  using C = compute_t<T>;
 #pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
     T* yr = y + r * cols;
-    T total = 0;
+    C total = 0;
 #pragma omp simd reduction(+ : total)
-    for (int64_t c = 0; c < cols; ++c) total += xr[c];
-    const T mu = total / T(cols);
-    T var = 0;
+    for (int64_t c = 0; c < cols; ++c) total += C(xr[c]);
+    const C mu = total / C(cols);
+    C var = 0;
 #pragma omp simd reduction(+ : var)
-    for (int64_t c = 0; c < cols; ++c) var += (xr[c] - mu) * (xr[c] - mu);
-    const T s = T(1) / std::sqrt(var / T(cols) + eps);
+    for (int64_t c = 0; c < cols; ++c) var += (C(xr[c]) - mu) * (C(xr[c]) - mu);
+    const C s = C(1) / std::sqrt(var / C(cols) + C(eps));
     mean[r] = mu;
     rstd[r] = s;
 #pragma omp simd
@@ -93,21 +97,22 @@ void layernorm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rst
 }
 
 template <class T>
-void layernorm_backward(const T* x, const T* w, const T* mean, const T* rstd, const T* dy, T* dx, T* dw,
+void layernorm_backward(const T* x, const T* w, const compute_t<T>* mean, const compute_t<T>* rstd, const T* dy, T* dx, T* dw,
                         T* db, int64_t rows, int64_t cols) {
-  rows_with_param_grads<T>(rows, cols, dw, db, [&](int64_t r, T* dw_partial, T* db_partial) {
+  using C = compute_t<T>;
+  rows_with_param_grads<T>(rows, cols, dw, db, [&](int64_t r, C* dw_partial, C* db_partial) {
     const T* xr = x + r * cols;
     const T* dyr = dy + r * cols;
     const T* wr = w;  // a local copy, as in rmsnorm_backward
-    const T mu = mean[r], s = rstd[r];
-    T sum_g = 0, sum_g_xhat = 0;
+    const C mu = mean[r], s = rstd[r];
+    C sum_g = 0, sum_g_xhat = 0;
 #pragma omp simd reduction(+ : sum_g, sum_g_xhat)
     for (int64_t c = 0; c < cols; ++c) {
-      const T g = dyr[c] * wr[c];
+      const C g = C(dyr[c]) * C(wr[c]);
       sum_g += g;
       sum_g_xhat += g * (xr[c] - mu) * s;
     }
-    const T mean_g = sum_g / T(cols), mean_g_xhat = sum_g_xhat / T(cols);
+    const C mean_g = sum_g / C(cols), mean_g_xhat = sum_g_xhat / C(cols);
     if (dx) {
       T* dxr = dx + r * cols;
 #pragma omp simd
@@ -119,20 +124,22 @@ void layernorm_backward(const T* x, const T* w, const T* mean, const T* rstd, co
     }
     if (db) {
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) db_partial[c] += dyr[c];
+      for (int64_t c = 0; c < cols; ++c) db_partial[c] += C(dyr[c]);
     }
   });
 }
 
-#define FUSELAB_INSTANTIATE(T)                                                                        \
-  template void rmsnorm_forward<T>(const T*, const T*, T*, T*, int64_t, int64_t, T);                  \
-  template void rmsnorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, int64_t, \
-                                    int64_t);                                                         \
-  template void layernorm_forward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, T);  \
-  template void layernorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*,   \
-                                      int64_t, int64_t);
+#define FUSELAB_INSTANTIATE(T)                                                                             \
+  template void rmsnorm_forward<T>(const T*, const T*, T*, compute_t<T>*, int64_t, int64_t, compute_t<T>);  \
+  template void rmsnorm_backward<T>(const T*, const T*, const compute_t<T>*, const T*, const T*, T*, T*,    \
+                                    int64_t, int64_t);                                                     \
+  template void layernorm_forward<T>(const T*, const T*, const T*, T*, compute_t<T>*, compute_t<T>*, int64_t, \
+                                     int64_t, compute_t<T>);                                               \
+  template void layernorm_backward<T>(const T*, const T*, const compute_t<T>*, const compute_t<T>*, const T*, \
+                                      T*, T*, T*, int64_t, int64_t);
 FUSELAB_INSTANTIATE(float)
 FUSELAB_INSTANTIATE(double)
+FUSELAB_INSTANTIATE(bfloat16)
 #undef FUSELAB_INSTANTIATE
 
 }  // namespace fuselab::kernels::cpu

@@ -11,10 +11,11 @@
 
 namespace fuselab::kernels::cpu {
 
-// Calls row(r, partial) for every r in [0, rows), where partial points to `width` zeros owned by
-// the calling thread, then sets total[j] (+)= the sum of the partials in thread order.
-template <class Acc, class Row>
-void parallel_partial_sums(int64_t rows, int64_t width, bool parallel, Acc* total, bool accumulate, Row&& row) {
+// Calls row(r, partial) for every r in [0, rows), where partial points to `width` zeros of type Acc
+// owned by the calling thread, then sets total[j] (+)= the sum of the partials in thread order,
+// rounded to Out once at the end.
+template <class Acc, class Out, class Row>
+void parallel_partial_sums(int64_t rows, int64_t width, bool parallel, Out* total, bool accumulate, Row&& row) {
   const int threads = parallel ? omp_get_max_threads() : 1;
   std::vector<Acc> partials(size_t(threads) * size_t(width), Acc(0));
 #pragma omp parallel num_threads(threads) if (parallel)
@@ -25,9 +26,9 @@ void parallel_partial_sums(int64_t rows, int64_t width, bool parallel, Acc* tota
     for (int64_t r = begin; r < end; ++r) row(r, partial);
   }
   for (int64_t j = 0; j < width; ++j) {
-    Acc sum = accumulate ? total[j] : Acc(0);
+    Acc sum = accumulate ? Acc(total[j]) : Acc(0);
     for (int t = 0; t < threads; ++t) sum += partials[size_t(t) * size_t(width) + size_t(j)];
-    total[j] = sum;
+    total[j] = Out(sum);
   }
 }
 

@@ -18,13 +18,15 @@ OpForward LayerNorm::op_forward(OpContext& ctx, const Tensor& x, const std::vect
   check_input(x, features_);
   const int64_t rows = math::rows_of(x);
   Tensor y = empty_like(x);
-  Tensor mean = empty({rows}, x.dtype(), x.device()), rstd = empty({rows}, x.dtype(), x.device());
-  dispatch_floating_on_device(
+  const DType stats = compute_dtype(x.dtype());
+  Tensor mean = empty({rows}, stats, x.device()), rstd = empty({rows}, stats, x.device());
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "LayerNorm", x,
       [&](auto zero) {
         using T = decltype(zero);
         kernels::cpu::layernorm_forward<T>(x.data<T>(), parameter(0).data<T>(), parameter(1).data<T>(), y.data<T>(),
-                                           mean.data<T>(), rstd.data<T>(), rows, features_, T(eps_));
+                                           mean.data<compute_t<T>>(), rstd.data<compute_t<T>>(), rows, features_,
+                                           compute_t<T>(eps_));
       },
       [&](auto zero) {
         using T = decltype(zero);
@@ -42,13 +44,13 @@ OpBackward LayerNorm::op_backward(OpContext& ctx, const Tensor& dy, const std::v
   Tensor dw = ctx.params_require_grad.at(0) ? zeros_like(parameter(0)) : Tensor();
   Tensor db = ctx.params_require_grad.at(1) ? zeros_like(parameter(1)) : Tensor();
   const int64_t rows = math::rows_of(dy);
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "LayerNorm backward", dy,
       [&](auto zero) {
         using T = decltype(zero);
         auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
-        kernels::cpu::layernorm_backward<T>(saved.input.data<T>(), parameter(0).data<T>(), saved.mean.data<T>(),
-                                            saved.rstd.data<T>(), dy.data<T>(), ptr(dx), ptr(dw), ptr(db), rows,
+        kernels::cpu::layernorm_backward<T>(saved.input.data<T>(), parameter(0).data<T>(),
+                                            saved.mean.data<compute_t<T>>(), saved.rstd.data<compute_t<T>>(), dy.data<T>(), ptr(dx), ptr(dw), ptr(db), rows,
                                             features_);
       },
       [&](auto zero) {

@@ -16,13 +16,13 @@ RMSNorm::RMSNorm(int64_t features, double eps) : BasicOp("RMSNorm"), features_(f
 OpForward RMSNorm::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
   check_input(x, features_);
   const int64_t rows = math::rows_of(x);
-  Tensor y = empty_like(x), rstd = empty({rows}, x.dtype(), x.device());
-  dispatch_floating_on_device(
+  Tensor y = empty_like(x), rstd = empty({rows}, compute_dtype(x.dtype()), x.device());
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "RMSNorm", x,
       [&](auto zero) {
         using T = decltype(zero);
-        kernels::cpu::rmsnorm_forward<T>(x.data<T>(), weight().data<T>(), y.data<T>(), rstd.data<T>(), rows,
-                                         features_, T(eps_));
+        kernels::cpu::rmsnorm_forward<T>(x.data<T>(), weight().data<T>(), y.data<T>(),
+                                         rstd.data<compute_t<T>>(), rows, features_, compute_t<T>(eps_));
       },
       [&](auto zero) {
         using T = decltype(zero);
@@ -39,11 +39,11 @@ OpBackward RMSNorm::backward_with_residual(OpContext& ctx, const Tensor& dy, con
   Tensor dx = ctx.input_requires_grad ? empty_like(saved.input) : Tensor();
   Tensor dw = need_dw ? zeros_like(weight()) : Tensor();
   const int64_t rows = math::rows_of(dy);
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "RMSNorm backward", dy,
       [&](auto zero) {
         using T = decltype(zero);
-        kernels::cpu::rmsnorm_backward<T>(saved.input.data<T>(), weight().data<T>(), saved.rstd.data<T>(),
+        kernels::cpu::rmsnorm_backward<T>(saved.input.data<T>(), weight().data<T>(), saved.rstd.data<compute_t<T>>(),
                                           dy.data<T>(), residual_grad.defined() ? residual_grad.data<T>() : nullptr,
                                           dx.defined() ? dx.data<T>() : nullptr, need_dw ? dw.data<T>() : nullptr,
                                           rows, features_);

@@ -21,7 +21,7 @@ FusedBackward BackwardActivationBias::fuser_backward(const std::vector<OpContext
   Tensor dpre = empty_like(pre);
   const int64_t rows = math::rows_of(pre), cols = pre.size(-1);
   Tensor db = need_db ? zeros({cols}, pre.dtype(), pre.device()) : Tensor();
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "BackwardActivationBias", pre,
       [&](auto zero) {
         using T = decltype(zero);

@@ -29,7 +29,7 @@ FusedForward ForwardLinearBiasActivation::fuser_forward(const std::vector<OpCont
   const bool keep_pre = has_activation && act != Activation::ReLU && ctxs[2]->requires_backward();
   Tensor pre = keep_pre ? empty(out_shape, x.dtype(), x.device()) : Tensor();
   const int64_t rows = math::rows_of(x), in = linear.in_features(), out = linear.out_features();
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "ForwardLinearBiasActivation", x,
       [&](auto zero) {
         using T = decltype(zero);

@@ -27,7 +27,7 @@ FusedForward ForwardLinearBiasAdd::fuser_forward(const std::vector<OpContext*>& 
 
   Tensor y = empty(out_shape, x.dtype(), x.device());
   const int64_t rows = math::rows_of(x), in = linear.in_features(), out = linear.out_features();
-  dispatch_floating_on_device(
+  dispatch_floating_on_device<WithBFloat16::Yes>(
       "ForwardLinearBiasAdd", x,
       [&](auto zero) {
         using T = decltype(zero);
