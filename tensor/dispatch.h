@@ -9,7 +9,6 @@
 
 #include <cstdint>
 #include <exception>
-#include <type_traits>
 
 #include "tensor/dtype.h"
 #include "tensor/error.h"
@@ -47,17 +46,12 @@ template <WithBFloat16 bf16 = WithBFloat16::No, class CpuKernel, class CudaKerne
 void dispatch_floating_on_device(const char* op, const Tensor& x, CpuKernel&& cpu_kernel, CudaKernel&& cuda_kernel) {
   dispatch_floating<bf16>(x.dtype(), op, [&](auto zero) {
     if (x.device().is_cpu()) return cpu_kernel(zero);
-    if constexpr (std::is_same_v<decltype(zero), bfloat16>) {
-      fail(op, ": bfloat16 runs on the CPU only so far (no CUDA kernel takes it yet); got a tensor of shape ",
-           x.shape(), " on ", x.device());
-    } else {
-      try {
-        cuda_kernel(zero);
-      } catch (const Error&) {
-        throw;
-      } catch (const std::exception& e) {
-        fail(op, " on a ", x.dtype(), " tensor of shape ", x.shape(), " on ", x.device(), ": ", e.what());
-      }
+    try {
+      cuda_kernel(zero);
+    } catch (const Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      fail(op, " on a ", x.dtype(), " tensor of shape ", x.shape(), " on ", x.device(), ": ", e.what());
     }
   });
 }

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "kernels/cuda/cast.h"
 #include "kernels/cuda/device_api.h"
 #include "tensor/allocator.h"
 #include "tensor/dispatch.h"
@@ -119,6 +120,17 @@ Tensor Tensor::to(Device target) const {
 
 Tensor Tensor::to(DType target) const {
   if (target == dtype()) return *this;
+  if (device().is_cuda() && is_floating(dtype()) && is_floating(target)) {  // on the device, one kernel
+    Tensor result = empty_like_on(*this, device(), target);
+    dispatch_floating<WithBFloat16::Yes>(dtype(), "to(dtype)", [&](auto from) {
+      dispatch_floating<WithBFloat16::Yes>(target, "to(dtype)", [&](auto into) {
+        using From = decltype(from);
+        using Into = decltype(into);
+        kernels::cuda::cast<From, Into>(cuda_data<From>(), result.cuda_data<Into>(), numel(), device().index);
+      });
+    });
+    return result;
+  }
   const Tensor source = to(Device::cpu());
   Tensor result = empty_like_on(source, Device::cpu(), target);
   dispatch_all(dtype(), "to(dtype)", [&](auto from) {

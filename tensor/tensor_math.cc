@@ -66,7 +66,7 @@ void scale_into(Tensor& out, const Tensor& x, double alpha) {
       },
       [&](auto zero) {
         using T = decltype(zero);
-        gpu::scale<T>(x.cuda_data<T>(), T(alpha), out.cuda_data<T>(), x.numel(), x.device().index);
+        gpu::scale<T>(x.cuda_data<T>(), compute_t<T>(alpha), out.cuda_data<T>(), x.numel(), x.device().index);
       });
 }
 
@@ -81,7 +81,7 @@ void add_(Tensor& y, const Tensor& x, double alpha) {
       },
       [&](auto zero) {
         using T = decltype(zero);
-        gpu::axpy<T>(T(alpha), x.cuda_data<T>(), y.cuda_data<T>(), y.numel(), y.device().index);
+        gpu::axpy<T>(compute_t<T>(alpha), x.cuda_data<T>(), y.cuda_data<T>(), y.numel(), y.device().index);
       });
 }
 
@@ -100,8 +100,8 @@ Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape) {
       },
       [&](auto zero) {
         using T = decltype(zero);
-        Tensor scratch = empty({gpu::sum_rows_scratch(rows, cols)}, grad.dtype(), grad.device());
-        gpu::sum_rows<T>(grad.cuda_data<T>(), rows, cols, out.cuda_data<T>(), scratch.cuda_data<T>(),
+        Tensor scratch = empty({gpu::sum_rows_scratch(rows, cols)}, compute_dtype(grad.dtype()), grad.device());
+        gpu::sum_rows<T>(grad.cuda_data<T>(), rows, cols, out.cuda_data<T>(), scratch.cuda_data<compute_t<T>>(),
                          grad.device().index);
       });
   return out;
@@ -166,12 +166,12 @@ Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
           const T *ai = a.cuda_data<T>() + i * ar * ac, *bi = b.cuda_data<T>() + i * br * bc;
           const T* c = addend.defined() ? addend.cuda_data<T>() + i * m * n : nullptr;
           T* d = out.cuda_data<T>() + i * m * n;
-          if (gpu::gemm_with_epilogue<T>(transpose_a, transpose_b, m, n, k, ai, ac, bi, bc, T(c ? 1 : 0), c, d, n,
+          if (gpu::gemm_with_epilogue<T>(transpose_a, transpose_b, m, n, k, ai, ac, bi, bc, c ? 1 : 0, c, d, n,
                                          gpu::GemmEpilogue::None, nullptr, nullptr, device)) {
             continue;
           }
           if (c) gpu::copy_device_to_device(d, c, size_t(m * n) * sizeof(T), device);
-          gpu::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), ai, ac, bi, bc, T(c ? 1 : 0), d, n, device);
+          gpu::gemm<T>(transpose_a, transpose_b, m, n, k, 1, ai, ac, bi, bc, c ? 1 : 0, d, n, device);
         }
       });
   return out;

@@ -513,6 +513,56 @@ TEST_F(Cuda, TransposeSumsMseAndEmbeddingMatchCpu) {
   }
 }
 
+// bfloat16 on the GPU against bfloat16 on the CPU (both compute in float32): the ops and fusions
+// that take it, fused and unfused, at a width whose rows take 16-byte loads and cuBLASLt's
+// epilogues (48) and one that takes the scalar and GEMM-plus-pass fallbacks (37); the output,
+// the input's and every parameter's grad, the clip's norm, and the parameters after an AdamW
+// step on float32 masters. Within 3e-2 * (1 + |cpu|): a few bfloat16 roundings apart.
+TEST_F(Cuda, BFloat16MatchesCpu) {
+  for (int64_t width : {48, 37}) {
+    for (bool fused : {true, false}) {
+      auto make = [width, fused] {
+        Generator gen(3);
+        Sequential model;
+        model.append(std::make_shared<MakeExtraOutput>());
+        model.append(linear_with_bias(width, 4 * width, &gen)).append(std::make_shared<GELU>());
+        model.append(linear_with_bias(4 * width, width, &gen)).append(std::make_shared<AddExtraInput>());
+        model.append(std::make_shared<RMSNorm>(width)).append(std::make_shared<LayerNorm>(width));
+        model.append(linear_with_bias(width, width, &gen)).append(std::make_shared<SiLU>());
+        model.to(DType::BFloat16).set_fusion_enabled(fused);
+        return model;
+      };
+      Sequential cpu_model = make(), gpu_model = make();
+      gpu_model.to(kGpu);
+      const Tensor x = random({100, width}, DType::Float32, 4).to(DType::BFloat16);
+      auto run = [&](Sequential& model, Device device) {
+        Tensor input = x.to(device).detach().set_requires_grad();
+        AdamW optimizer(model.parameters(), AdamWOptions{1e-2, 0.9, 0.999, 1e-8, 0.01});
+        CachingAllocator::of(kGpu).set_poison(device.is_cuda());
+        const SequentialOutput out = model(input, {input});
+        const Tensor y = cast(add(out.output, scale(out.extra_outputs.at(0), 0.5)), DType::Float32);
+        Generator gen(5);
+        backward(sum(mul(y, randn(y.shape(), y.dtype(), &gen).to(device))));
+        std::vector<Tensor> results{y, input.grad()};
+        for (const Tensor& p : model.parameters()) results.push_back(p.grad().clone());
+        results.push_back(full({1}, clip_grad_norm(model.parameters(), 1e9)));
+        optimizer.step();
+        for (const Tensor& p : model.parameters()) results.push_back(p.clone());
+        CachingAllocator::of(kGpu).set_poison(false);
+        return results;
+      };
+      const std::vector<Tensor> cpu = run(cpu_model, Device::cpu()), gpu = run(gpu_model, kGpu);
+      ASSERT_EQ(cpu.size(), gpu.size());
+      for (size_t i = 0; i < cpu.size(); ++i) {
+        const Tensor g = gpu[i].device().is_cuda() ? gpu[i] : gpu[i].to(kGpu);
+        expect_close(g, cpu[i], 3e-2,
+                     std::string(fused ? "fused" : "unfused") + " width " + std::to_string(width) + ", tensor " +
+                         std::to_string(i));
+      }
+    }
+  }
+}
+
 TEST_F(Cuda, MixingDevicesIsAClearError) {
   testing::expect_error([] { add(zeros({2}), zeros({2}).to(kGpu)); }, {"add", "cpu", "cuda:0"});
   testing::expect_error([] { matmul(zeros({2, 2}), zeros({2, 2}).to(kGpu)); }, {"matmul", "cpu", "cuda:0"});

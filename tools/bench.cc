@@ -3,7 +3,7 @@
 // (from out.sum()). Reports median, min and max, the speedup and the allocator's peak memory.
 //
 //   bazel run -c opt //tools:bench -- --model mlp_block --tokens 4096 --hidden 1024 --iters 50
-//       [--device cpu] [--dtype float32] [--sweep] [--json FILE] [--plot FILE.svg]
+//       [--device cpu] [--dtype float32|float64|bfloat16] [--sweep] [--json FILE] [--plot FILE.svg]
 //   bazel run -c opt //tools:bench -- --model mlp_block --per-fusion [--json FILE] [--plot FILE.svg]
 //
 // For mlp_block it also times the block's six GEMMs alone (forward: two; backward: two input
@@ -404,9 +404,12 @@ int main(int argc, char** argv) {
     check(device_text == "cpu" || device_text == "cuda", "bench: --device cpu or cuda, got ", device_text);
     check(device_text == "cpu" || kernels::cuda::device_count() > 0, "bench: --device cuda, but this machine has no CUDA device");
     const Device device = device_text == "cpu" ? Device::cpu() : Device::cuda(0);
-    check(dtype_text == "float32" || dtype_text == "float64", "bench: --dtype float32 or float64");
+    check(dtype_text == "float32" || dtype_text == "float64" || dtype_text == "bfloat16",
+          "bench: --dtype float32, float64 or bfloat16, got ", dtype_text);
     check(tokens > 0 && hidden > 0 && iters > 0, "bench: sizes and iters must be positive");
-    const DType dtype = dtype_text == "float32" ? DType::Float32 : DType::Float64;
+    const DType dtype = dtype_text == "float32"   ? DType::Float32
+                        : dtype_text == "float64" ? DType::Float64
+                                                  : DType::BFloat16;
 
     if (per_fusion) {
       const auto reports = measure_per_fusion(model, tokens, hidden, dtype, device, iters);

@@ -98,14 +98,16 @@ run() {
   # The main job on the GPU: the same run as on the CPU, so the losses can be compared.
   check charlm_cuda "$gpu/examples/charlm" --device cuda --data "$gpu/words" --steps 3000 --json "$logs/charlm_cuda.json"
 
-  local benches=("mlp_block 16384 1024" "mlp_block 4096 1024" "norm_block 16384 4096")
+  local benches=("mlp_block 16384 1024 float32" "mlp_block 4096 1024 float32" "mlp_block 16384 1024 bfloat16"
+    "norm_block 16384 4096 float32")
   for b in "${benches[@]}"; do
-    read -r model tokens hidden <<<"$b"
-    timeout "$limit" "$gpu/tools/bench" --device cuda --model "$model" --tokens "$tokens" --hidden "$hidden" --iters 20 \
-      --json "$logs/bench_${model}_$tokens.json" >"$logs/bench_${model}_$tokens.log" 2>&1 || status=1
+    read -r model tokens hidden dtype <<<"$b"
+    local name="${model}_${tokens}_$dtype"
+    timeout "$limit" "$gpu/tools/bench" --device cuda --model "$model" --tokens "$tokens" --hidden "$hidden" \
+      --dtype "$dtype" --iters 20 --json "$logs/bench_$name.json" >"$logs/bench_$name.log" 2>&1 || status=1
     if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
       timeout "$limit" python3 "$gpu/pytorch_bench.py" --device cuda --model "$model" --tokens "$tokens" --hidden "$hidden" \
-        --iters 20 --json "$logs/torch_${model}_$tokens.json" >/dev/null 2>"$logs/torch_${model}_$tokens.log"
+        --dtype "$dtype" --iters 20 --json "$logs/torch_$name.json" >/dev/null 2>"$logs/torch_$name.log"
     fi
   done
 
@@ -118,11 +120,11 @@ run() {
   printf '%s\n' "${rows[@]}"
   [ -f "$logs/charlm_cuda.json" ] && echo "charlm --device cuda, 3000 steps: $(cat "$logs/charlm_cuda.json")"
   echo
-  printf '%-11s %6s %6s | %14s %14s %8s | %14s | %s\n' model tokens hidden "fused fwd+bwd" "unfused" speedup \
-    "torch eager" "achieved"
+  printf '%-11s %6s %6s %-8s | %14s %14s %8s | %14s | %s\n' model tokens hidden dtype "fused fwd+bwd" "unfused" \
+    speedup "torch eager" "achieved"
   for b in "${benches[@]}"; do
-    read -r model tokens hidden <<<"$b"
-    python3 - "$logs/bench_${model}_$tokens.json" "$logs/torch_${model}_$tokens.json" <<'PY'
+    read -r model tokens hidden dtype <<<"$b"
+    python3 - "$logs/bench_${model}_${tokens}_$dtype.json" "$logs/torch_${model}_${tokens}_$dtype.json" <<'PY'
 import json, os, sys
 ours = json.load(open(sys.argv[1]))[0] if os.path.exists(sys.argv[1]) else None
 peer = json.load(open(sys.argv[2]))[0] if os.path.exists(sys.argv[2]) else None
@@ -131,7 +133,7 @@ if ours is None:
 torch_ms = f"{peer['unfused_fwd_bwd_ms']:.3f} ms" if peer else "n/a"
 tflops = ours.get("fused_fwd_bwd_tflops")
 achieved = f"{tflops:.1f} TFLOP/s (GEMM work)" if tflops else ""
-print(f"{ours['model']:11} {ours['tokens']:6} {ours['hidden']:6} | {ours['fused_fwd_bwd_ms']:11.3f} ms "
+print(f"{ours['model']:11} {ours['tokens']:6} {ours['hidden']:6} {ours['dtype']:8} | {ours['fused_fwd_bwd_ms']:11.3f} ms "
       f"{ours['unfused_fwd_bwd_ms']:11.3f} ms {ours['speedup_fwd_bwd']:7.2f}x | {torch_ms:>14} | {achieved}")
 PY
   done

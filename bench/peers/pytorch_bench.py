@@ -75,6 +75,7 @@ def main():
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.threads:
@@ -83,10 +84,11 @@ def main():
     torch.manual_seed(0)
     if args.device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False  # float32 GEMMs, as FuseLab's default
-    eager = (MlpBlock if args.model == "mlp_block" else NormBlock)(args.hidden).to(args.device)
-    x = torch.randn(args.tokens, args.hidden, device=args.device, requires_grad=True)
+    dtype = getattr(torch, args.dtype)
+    eager = (MlpBlock if args.model == "mlp_block" else NormBlock)(args.hidden).to(args.device, dtype)
+    x = torch.randn(args.tokens, args.hidden, device=args.device, dtype=dtype, requires_grad=True)
     residual = x if args.model == "mlp_block" else torch.randn(
-        args.tokens, args.hidden, device=args.device, requires_grad=True)
+        args.tokens, args.hidden, device=args.device, dtype=dtype, requires_grad=True)
 
     def measure(model):
         def forward():
@@ -113,7 +115,7 @@ def main():
     if hasattr(torch, "compile"):
         fused_fwd, fused_fwd_bwd = measure(torch.compile(eager))
     result = {
-        "model": args.model, "device": args.device, "dtype": "float32", "tokens": args.tokens, "hidden": args.hidden,
+        "model": args.model, "device": args.device, "dtype": args.dtype, "tokens": args.tokens, "hidden": args.hidden,
         "fused_fwd_ms": fused_fwd, "unfused_fwd_ms": unfused_fwd,
         "fused_fwd_bwd_ms": fused_fwd_bwd, "unfused_fwd_bwd_ms": unfused_fwd_bwd,
         "speedup_fwd_bwd": unfused_fwd_bwd / fused_fwd_bwd if fused_fwd_bwd else None,

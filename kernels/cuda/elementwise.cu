@@ -1,4 +1,5 @@
-// CUDA elementwise kernels: grid-stride loops, one element per thread per step.
+// CUDA elementwise kernels: grid-stride loops, one element per thread per step. Elements are
+// widened to compute_t<T> (float32 for bfloat16), computed, and rounded once on store.
 #include "kernels/cuda/elementwise.h"
 
 #include "kernels/cuda/block_reduce.cuh"
@@ -8,8 +9,8 @@
 namespace fuselab::kernels::cuda {
 namespace {
 
-template <class T>
-__device__ T apply(BinaryOp op, T a, T b) {
+template <class C>
+__device__ C apply(BinaryOp op, C a, C b) {
   switch (op) {
     case BinaryOp::Add: return a + b;
     case BinaryOp::Sub: return a - b;
@@ -22,29 +23,30 @@ template <class T>
 __global__ void binary_kernel(BinaryOp op, const T* a, const T* b, T* out, int64_t n, int64_t cols,
                               Broadcast broadcast) {
   FUSELAB_GRID_STRIDE_LOOP(i, n) {
-    const T rhs = broadcast == Broadcast::None ? b[i] : broadcast == Broadcast::Row ? b[i % cols] : b[0];
-    out[i] = apply(op, a[i], rhs);
+    using C = compute_t<T>;
+    const C rhs = C(broadcast == Broadcast::None ? b[i] : broadcast == Broadcast::Row ? b[i % cols] : b[0]);
+    out[i] = T(apply(op, C(a[i]), rhs));
   }
 }
 
 template <class T>
-__global__ void scale_kernel(const T* x, T alpha, T* out, int64_t n) {
-  FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = alpha * x[i];
+__global__ void scale_kernel(const T* x, compute_t<T> alpha, T* out, int64_t n) {
+  FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = T(alpha * compute_t<T>(x[i]));
 }
 
 template <class T>
-__global__ void axpy_kernel(T alpha, const T* x, T* y, int64_t n) {
-  FUSELAB_GRID_STRIDE_LOOP(i, n) y[i] += alpha * x[i];
+__global__ void axpy_kernel(compute_t<T> alpha, const T* x, T* y, int64_t n) {
+  FUSELAB_GRID_STRIDE_LOOP(i, n) y[i] = T(compute_t<T>(y[i]) + alpha * compute_t<T>(x[i]));
 }
 
 template <class T, class Math>
 __global__ void activation_forward_kernel(const T* x, T* y, int64_t n) {
-  FUSELAB_GRID_STRIDE_LOOP(i, n) y[i] = Math::forward(x[i]);
+  FUSELAB_GRID_STRIDE_LOOP(i, n) y[i] = T(Math::forward(compute_t<T>(x[i])));
 }
 
 template <class T, class Math>
 __global__ void activation_backward_kernel(const T* x, const T* dy, T* dx, int64_t n) {
-  FUSELAB_GRID_STRIDE_LOOP(i, n) dx[i] = dy[i] * Math::grad(x[i]);
+  FUSELAB_GRID_STRIDE_LOOP(i, n) dx[i] = T(compute_t<T>(dy[i]) * Math::grad(compute_t<T>(x[i])));
 }
 
 // out[b, j, i] = x[b, i, j] through a 32 x 32 tile in shared memory, so that both the reads of x
@@ -96,7 +98,7 @@ void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t c
 }
 
 template <class T>
-void scale(const T* x, T alpha, T* out, int64_t n, int device) {
+void scale(const T* x, compute_t<T> alpha, T* out, int64_t n, int device) {
   if (n == 0) return;
   use_device(device);
   scale_kernel<T><<<blocks_for(n), kThreads>>>(x, alpha, out, n);
@@ -104,7 +106,7 @@ void scale(const T* x, T alpha, T* out, int64_t n, int device) {
 }
 
 template <class T>
-void axpy(T alpha, const T* x, T* y, int64_t n, int device) {
+void axpy(compute_t<T> alpha, const T* x, T* y, int64_t n, int device) {
   if (n == 0) return;
   use_device(device);
   axpy_kernel<T><<<blocks_for(n), kThreads>>>(alpha, x, y, n);
@@ -134,7 +136,7 @@ void activation_backward(Activation act, const T* x, const T* dy, T* dx, int64_t
 int64_t sum_rows_scratch(int64_t rows, int64_t cols) { return column_sums_scratch(rows, cols); }
 
 template <class T>
-void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, T* scratch, int device) {
+void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, compute_t<T>* scratch, int device) {
   use_device(device);
   column_sums(Elements<T>{x, cols}, rows, cols, out, scratch);
 }
@@ -173,5 +175,6 @@ void expand_cols(const T* x, int64_t rows, int64_t cols, T factor, T* out, int d
 
 FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(float)
 FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(double)
+FUSELAB_CUDA_ELEMENTWISE_BF16_INSTANTIATE(bfloat16)
 
 }  // namespace fuselab::kernels::cuda

@@ -1,5 +1,6 @@
 // Elementwise CUDA kernels and the column sums their grads need. Pointers are device pointers
-// on `device`; T is float or double. Each call launches asynchronously on the device's default
+// on `device`; T is float or double, and for the kernels in FUSELAB_CUDA_ELEMENTWISE_BF16_INSTANTIATE
+// also bfloat16, computed in compute_t<T> (float32). Each call launches asynchronously on the device's default
 // stream (see cuda_check.h) and throws std::runtime_error naming the kernel if the launch fails.
 // The formulas are the CPU kernels' (kernels/cpu/elementwise.h, kernels/activation_math.h).
 #pragma once
@@ -7,6 +8,7 @@
 #include <cstdint>
 
 #include "kernels/activation_math.h"
+#include "kernels/bfloat16.h"
 #include "kernels/elementwise_kinds.h"
 
 namespace fuselab::kernels::cuda {
@@ -17,11 +19,11 @@ void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t c
 
 // out = alpha * x
 template <class T>
-void scale(const T* x, T alpha, T* out, int64_t n, int device);
+void scale(const T* x, compute_t<T> alpha, T* out, int64_t n, int device);
 
 // y += alpha * x
 template <class T>
-void axpy(T alpha, const T* x, T* y, int64_t n, int device);
+void axpy(compute_t<T> alpha, const T* x, T* y, int64_t n, int device);
 
 // y = act(x)
 template <class T>
@@ -47,18 +49,22 @@ void expand_cols(const T* x, int64_t rows, int64_t cols, T factor, T* out, int d
 // sum_rows_scratch(rows, cols) elements of T.
 int64_t sum_rows_scratch(int64_t rows, int64_t cols);
 template <class T>
-void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, T* scratch, int device);
+void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, compute_t<T>* scratch, int device);
 
 // The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
-#define FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(T) \
-  template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast, int);             \
-  template void scale<T>(const T*, T, T*, int64_t, int);                                                    \
-  template void axpy<T>(T, const T*, T*, int64_t, int);                                                     \
-  template void activation_forward<T>(Activation, const T*, T*, int64_t, int);                              \
-  template void activation_backward<T>(Activation, const T*, const T*, T*, int64_t, int);                   \
-  template void transpose<T>(const T*, T*, int64_t, int64_t, int64_t, int);                                \
-  template void sum_cols<T>(const T*, int64_t, int64_t, T, T*, int);                                        \
-  template void expand_cols<T>(const T*, int64_t, int64_t, T, T*, int);                                     \
-  template void sum_rows<T>(const T*, int64_t, int64_t, T*, T*, int);
+// The kernels that take bfloat16 too (T = float, double, bfloat16) ...
+#define FUSELAB_CUDA_ELEMENTWISE_BF16_INSTANTIATE(T)                                              \
+  template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast, int); \
+  template void scale<T>(const T*, compute_t<T>, T*, int64_t, int);                            \
+  template void axpy<T>(compute_t<T>, const T*, T*, int64_t, int);                             \
+  template void activation_forward<T>(Activation, const T*, T*, int64_t, int);                  \
+  template void activation_backward<T>(Activation, const T*, const T*, T*, int64_t, int);       \
+  template void sum_rows<T>(const T*, int64_t, int64_t, T*, compute_t<T>*, int);
+// ... and all of them (T = float, double).
+#define FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(T)                                \
+  FUSELAB_CUDA_ELEMENTWISE_BF16_INSTANTIATE(T)                                 \
+  template void transpose<T>(const T*, T*, int64_t, int64_t, int64_t, int); \
+  template void sum_cols<T>(const T*, int64_t, int64_t, T, T*, int);           \
+  template void expand_cols<T>(const T*, int64_t, int64_t, T, T*, int);
 
 }  // namespace fuselab::kernels::cuda

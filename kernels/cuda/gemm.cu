@@ -58,12 +58,16 @@ DeviceGemmState& state_of(int device) {
 
 template <class T> struct Types;
 template <> struct Types<float> {
-  static constexpr cudaDataType_t data = CUDA_R_32F;
+  static constexpr cudaDataType_t data = CUDA_R_32F, scale = CUDA_R_32F;
   static cublasComputeType_t compute() { return tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; }
 };
 template <> struct Types<double> {
-  static constexpr cudaDataType_t data = CUDA_R_64F;
+  static constexpr cudaDataType_t data = CUDA_R_64F, scale = CUDA_R_64F;
   static cublasComputeType_t compute() { return CUBLAS_COMPUTE_64F; }
+};
+template <> struct Types<bfloat16> {  // bfloat16 operands, float32 accumulation and scalars
+  static constexpr cudaDataType_t data = CUDA_R_16BF, scale = CUDA_R_32F;
+  static cublasComputeType_t compute() { return CUBLAS_COMPUTE_32F; }
 };
 
 // Owns the descriptors of one call.
@@ -108,12 +112,12 @@ template <class T>
 struct GemmCall {
   bool transpose_a, transpose_b;
   int64_t m, n, k;
-  T alpha;
+  compute_t<T> alpha;
   const T* a;
   int64_t lda;
   const T* b;
   int64_t ldb;
-  T beta;
+  compute_t<T> beta;
   const T* c;
   T* d;
   int64_t ldd;
@@ -173,7 +177,7 @@ bool run_gemm(const GemmCall<T>& call, int device) {
   DeviceGemmState& state = state_of(device);
   const cudaDataType_t type = Types<T>::data;
   MatmulDescriptors d;
-  check_cublas(cublasLtMatmulDescCreate(&d.op, Types<T>::compute(), type), "cublasLtMatmulDescCreate");
+  check_cublas(cublasLtMatmulDescCreate(&d.op, Types<T>::compute(), Types<T>::scale), "cublasLtMatmulDescCreate");
   // Column-major: first = B (n x k after its op), second = A (k x m after its op).
   const cublasOperation_t op_first = call.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_second = call.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -219,8 +223,8 @@ void set_allow_tf32(bool allow) { tf32 = allow; }
 bool allow_tf32() { return tf32; }
 
 template <class T>
-void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int device) {
+void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, compute_t<T> alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, compute_t<T> beta, T* c, int64_t ldc, int device) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // an empty sum: C = beta * C
     if (ldc != n) throw std::runtime_error("gemm with k = 0 needs ldc == n");
@@ -235,18 +239,20 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T
 
 template <class T>
 bool gemm_with_epilogue(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                        const T* b, int64_t ldb, T beta, const T* c, T* d, int64_t ldd, GemmEpilogue epilogue,
-                        const T* bias, T* aux, int device) {
+                        const T* b, int64_t ldb, compute_t<T> beta, const T* c, T* d, int64_t ldd,
+                        GemmEpilogue epilogue, const T* bias, T* aux, int device) {
   if (m == 0 || n == 0 || k == 0) return false;  // nothing for cuBLASLt to do: the caller's kernels handle it
   // Conservative: 16-byte aligned epilogue vectors (Marian found 8 failing on A100) and an aux
   // stride that is a multiple of 8 elements, as cuBLASLt's docs ask of aux buffers.
   if (bias && alignment_of(bias) < 16) return false;
   if (epilogue == GemmEpilogue::BiasGELUAux && (alignment_of(aux) < 16 || ldd % 8 != 0)) return false;
-  const GemmCall<T> call{transpose_a, transpose_b, m, n, k, T(1), a, lda, b, ldb, beta, c, d, ldd, epilogue, bias, aux};
+  const GemmCall<T> call{transpose_a, transpose_b, m, n, k, compute_t<T>(1), a, lda, b, ldb, beta, c, d, ldd,
+                         epilogue, bias, aux};
   return run_gemm(call, device);
 }
 
 FUSELAB_CUDA_GEMM_INSTANTIATE(float)
 FUSELAB_CUDA_GEMM_INSTANTIATE(double)
+FUSELAB_CUDA_GEMM_INSTANTIATE(bfloat16)
 
 }  // namespace fuselab::kernels::cuda

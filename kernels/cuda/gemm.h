@@ -2,17 +2,20 @@
 //
 //   C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C,   op(X) = X or X^T (a flag, no copy)
 //
-// lda, ldb and ldc are the row strides of A, B and C as stored. T is float or double; float
-// runs in full float32 unless TF32 is switched on (set_allow_tf32), as PyTorch does.
+// lda, ldb and ldc are the row strides of A, B and C as stored. T is float, double or bfloat16;
+// float runs in full float32 unless TF32 is switched on (set_allow_tf32), as PyTorch does, and
+// bfloat16 accumulates in float32 (alpha and beta are float32 then: compute_t<T>).
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/bfloat16.h"
+
 namespace fuselab::kernels::cuda {
 
 template <class T>
-void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
-          const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int device);
+void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, compute_t<T> alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, compute_t<T> beta, T* c, int64_t ldc, int device);
 
 // What cuBLASLt applies to the product before it writes D, over the row-major output's last dim
 // (length n): a bias, then optionally ReLU or GELU (tanh form); GELU also writes its input, the
@@ -25,19 +28,19 @@ enum class GemmEpilogue { None, Bias, BiasReLU, BiasGELUAux };
 // and alignment: the caller then applies the epilogue with its own kernel.
 template <class T>
 bool gemm_with_epilogue(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
-                        const T* b, int64_t ldb, T beta, const T* c, T* d, int64_t ldd, GemmEpilogue epilogue,
-                        const T* bias, T* aux, int device);
+                        const T* b, int64_t ldb, compute_t<T> beta, const T* c, T* d, int64_t ldd,
+                        GemmEpilogue epilogue, const T* bias, T* aux, int device);
 
 // TF32 tensor cores for float32 GEMMs (about 1e-3 relative error); off by default, and on
 // with FUSELAB_ALLOW_TF32=1.
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
-// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
-#define FUSELAB_CUDA_GEMM_INSTANTIATE(T)                                                                         \
-  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*,      \
-                        int64_t, int);                                                                              \
-  template bool gemm_with_epilogue<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, \
-                                      T, const T*, T*, int64_t, GemmEpilogue, const T*, T*, int);
+// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double, bfloat16).
+#define FUSELAB_CUDA_GEMM_INSTANTIATE(T)                                                                           \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, compute_t<T>, const T*, int64_t, const T*, int64_t, \
+                        compute_t<T>, T*, int64_t, int);                                                           \
+  template bool gemm_with_epilogue<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t,   \
+                                      compute_t<T>, const T*, T*, int64_t, GemmEpilogue, const T*, T*, int);
 
 }  // namespace fuselab::kernels::cuda

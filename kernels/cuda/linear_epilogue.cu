@@ -10,20 +10,23 @@
 namespace fuselab::kernels::cuda {
 namespace {
 
-// pre = y + b; y = act(pre), in place over y; pre may be null.
+// pre = y + b; y = act(pre), in place over y; pre may be null. In compute_t<T>; with bfloat16 the
+// activation reads pre rounded, as the backward will.
 template <class T, class Math>
 __global__ void bias_activation_kernel(const T* b, T* y, T* pre, int64_t n, int64_t cols) {
+  using C = compute_t<T>;
   FUSELAB_GRID_STRIDE_LOOP(i, n) {
-    const T value = y[i] + b[i % cols];
+    const T value = T(C(y[i]) + C(b[i % cols]));
     if (pre) pre[i] = value;
-    y[i] = Math::forward(value);
+    y[i] = T(Math::forward(C(value)));
   }
 }
 
 // y += (b) + residual
 template <class T>
 __global__ void bias_residual_kernel(const T* b, const T* residual, T* y, int64_t n, int64_t cols) {
-  FUSELAB_GRID_STRIDE_LOOP(i, n) y[i] += (b ? b[i % cols] : T(0)) + residual[i];
+  using C = compute_t<T>;
+  FUSELAB_GRID_STRIDE_LOOP(i, n) y[i] = T(C(y[i]) + (b ? C(b[i % cols]) : C(0)) + C(residual[i]));
 }
 
 // value(r, c) = dpre[r, c] = dy[r, c] * act'(pre[r, c]), written as the column sums read it: every
@@ -33,21 +36,22 @@ struct ActivationGradTerms {
   const T *pre, *dy;
   T* dpre;
   int64_t cols;
-  __device__ T operator()(int64_t r, int64_t c) const {
+  __device__ compute_t<T> operator()(int64_t r, int64_t c) const {
+    using C = compute_t<T>;
     const int64_t i = r * cols + c;
-    dpre[i] = dy[i] * Math::grad(pre[i]);
-    return dpre[i];
+    dpre[i] = T(C(dy[i]) * Math::grad(C(pre[i])));
+    return C(dpre[i]);
   }
 };
 
 // The epilogue cuBLASLt can apply itself to y = x W^T for this activation, or None. ReLU needs
 // no aux output when the caller keeps none (pre null); GELU's aux is pre. cuBLASLt's GELU is
-// used for float only: float64 keeps the reference math of activation_math.h.
+// used for float and bfloat16: float64 keeps the reference math of activation_math.h.
 template <class T>
 GemmEpilogue library_epilogue(bool has_activation, Activation act, const T* pre) {
   if (!has_activation) return GemmEpilogue::Bias;
   if (act == Activation::ReLU && pre == nullptr) return GemmEpilogue::BiasReLU;
-  if (act == Activation::GELU && pre != nullptr && std::is_same<T, float>::value) return GemmEpilogue::BiasGELUAux;
+  if (act == Activation::GELU && pre != nullptr && !std::is_same<T, double>::value) return GemmEpilogue::BiasGELUAux;
   return GemmEpilogue::None;
 }
 
@@ -59,11 +63,11 @@ void linear_bias_activation_forward(const T* x, const T* w, const T* b, bool has
   // One cuBLASLt call with the epilogue where it has one ...
   const GemmEpilogue epilogue = library_epilogue(has_activation, act, pre);
   if (epilogue != GemmEpilogue::None &&
-      gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, T(0), nullptr, y, out, epilogue, b, pre, device)) {
+      gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, 0, nullptr, y, out, epilogue, b, pre, device)) {
     return;
   }
   // ... otherwise the GEMM, then one pass for the bias and the activation.
-  gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out, device);
+  gemm<T>(false, true, rows, out, in, 1, x, in, w, in, 0, y, out, device);
   if (!has_activation) return binary<T>(BinaryOp::Add, y, b, y, rows, out, Broadcast::Row, device);
   const int64_t n = rows * out;
   if (n == 0) return;
@@ -77,12 +81,12 @@ template <class T>
 void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residual, T* y, int64_t rows, int64_t in,
                              int64_t out, int device) {
   // y = x W^T + 1 * residual (+ b), one cuBLASLt call reading the residual as its C ...
-  if (gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, T(1), residual, y, out,
+  if (gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, 1, residual, y, out,
                             b ? GemmEpilogue::Bias : GemmEpilogue::None, b, nullptr, device)) {
     return;
   }
   // ... otherwise the GEMM, then one pass for the bias and the residual.
-  gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out, device);
+  gemm<T>(false, true, rows, out, in, 1, x, in, w, in, 0, y, out, device);
   const int64_t n = rows * out;
   if (n == 0) return;
   bias_residual_kernel<T><<<blocks_for(n), kThreads>>>(b, residual, y, n, out);
@@ -92,8 +96,8 @@ void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residu
 int64_t activation_bias_backward_scratch(int64_t rows, int64_t cols) { return column_sums_scratch(rows, cols); }
 
 template <class T>
-void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre, T* dbias, T* scratch, int64_t rows,
-                              int64_t cols, int device) {
+void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre, T* dbias, compute_t<T>* scratch,
+                              int64_t rows, int64_t cols, int device) {
   if (dbias == nullptr) return activation_backward<T>(act, pre, dy, dpre, rows * cols, device);
   use_device(device);
   with_activation(act, [&](auto math) {
@@ -103,5 +107,6 @@ void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre
 
 FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(float)
 FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(double)
+FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(bfloat16)
 
 }  // namespace fuselab::kernels::cuda

@@ -9,12 +9,14 @@
 //
 // x is [rows, in], W is [out, in]. Pointers are device pointers on `device`; pre, b and dbias may
 // be null as in the CPU kernels. dbias is written, not accumulated into; `scratch` holds
-// activation_bias_backward_scratch(rows, cols) elements for its deterministic two-level sum.
+// activation_bias_backward_scratch(rows, cols) elements of compute_t<T> for its deterministic
+// two-level sum. T is float, double or bfloat16 (computed in float32).
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/activation_math.h"
+#include "kernels/bfloat16.h"
 
 namespace fuselab::kernels::cuda {
 
@@ -28,15 +30,16 @@ void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residu
 
 int64_t activation_bias_backward_scratch(int64_t rows, int64_t cols);
 template <class T>
-void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre, T* dbias, T* scratch, int64_t rows,
-                              int64_t cols, int device);
+void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre, T* dbias, compute_t<T>* scratch,
+                              int64_t rows, int64_t cols, int device);
 
-// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
+// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double, bfloat16).
 #define FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(T)                                                                 \
   template void linear_bias_activation_forward<T>(const T*, const T*, const T*, bool, Activation, T*, T*, int64_t, \
                                                   int64_t, int64_t, int);                                           \
   template void linear_bias_add_forward<T>(const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t,  \
                                            int);                                                                    \
-  template void activation_bias_backward<T>(Activation, const T*, const T*, T*, T*, T*, int64_t, int64_t, int);
+  template void activation_bias_backward<T>(Activation, const T*, const T*, T*, T*, compute_t<T>*, int64_t, int64_t, \
+                                            int);
 
 }  // namespace fuselab::kernels::cuda

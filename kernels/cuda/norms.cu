@@ -1,6 +1,7 @@
 // RMSNorm and LayerNorm kernels: one block per row, the row's sums by block_sum (see norms.h for
 // the math); the weight and bias grads by the two-level column sums. RMSNorm's row kernels move
-// 16 bytes per load and store where the rows are aligned for it.
+// 16 bytes per load and store where the rows are aligned for it. Every sum and statistic is in
+// C = compute_t<T> (float32 for bfloat16); elements are rounded to T once, on store.
 #include "kernels/cuda/norms.h"
 
 #include <cstdint>
@@ -22,7 +23,7 @@ int threads_for(int64_t cols) {
 }
 
 // K consecutive elements moved by one load or store: K = 16 / sizeof(T) gives 16-byte accesses
-// (4 floats, 2 doubles), K = 1 the scalar fallback for rows that are not 16-byte aligned.
+// (4 floats, 2 doubles, 8 bfloat16s), K = 1 the scalar fallback for rows that are not 16-byte aligned.
 template <class T, int K>
 struct alignas(sizeof(T) * K) Pack {
   T v[K];
@@ -35,22 +36,24 @@ __device__ const Pack<T, K>* packs_of(const T* row) {
 }
 
 template <class T, int K>
-__global__ void rmsnorm_forward_kernel(const T* x, const T* w, T* y, T* rstd, int64_t cols, T eps) {
-  __shared__ T shared[32];
+__global__ void rmsnorm_forward_kernel(const T* x, const T* w, T* y, compute_t<T>* rstd, int64_t cols,
+                                       compute_t<T> eps) {
+  using C = compute_t<T>;
+  __shared__ C shared[32];
   const Pack<T, K>* xr = packs_of<T, K>(x + blockIdx.x * cols);
   const Pack<T, K>* wp = packs_of<T, K>(w);
   Pack<T, K>* yr = reinterpret_cast<Pack<T, K>*>(y + blockIdx.x * cols);
   const int64_t packs = cols / K;
-  T sum_squares = T(0);
+  C sum_squares = C(0);
   for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
     const Pack<T, K> xv = xr[p];
-    for (int k = 0; k < K; ++k) sum_squares += xv.v[k] * xv.v[k];
+    for (int k = 0; k < K; ++k) sum_squares += C(xv.v[k]) * C(xv.v[k]);
   }
-  const T r = T(1) / sqrt(block_sum(sum_squares, shared) / T(cols) + eps);
+  const C r = C(1) / sqrt(block_sum(sum_squares, shared) / C(cols) + eps);
   for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
     const Pack<T, K> xv = xr[p], wv = wp[p];
     Pack<T, K> yv;
-    for (int k = 0; k < K; ++k) yv.v[k] = xv.v[k] * r * wv.v[k];
+    for (int k = 0; k < K; ++k) yv.v[k] = T(C(xv.v[k]) * r * C(wv.v[k]));
     yr[p] = yv;
   }
   if (threadIdx.x == 0) rstd[blockIdx.x] = r;
@@ -58,27 +61,29 @@ __global__ void rmsnorm_forward_kernel(const T* x, const T* w, T* y, T* rstd, in
 
 // dx = rstd * (g - xhat * mean_j(g_j xhat_j)) (+ residual_grad), g = dy * w, xhat = x * rstd
 template <class T, int K>
-__global__ void rmsnorm_input_grad_kernel(const T* x, const T* w, const T* rstd, const T* dy, const T* residual_grad,
-                                          T* dx, int64_t cols) {
-  __shared__ T shared[32];
+__global__ void rmsnorm_input_grad_kernel(const T* x, const T* w, const compute_t<T>* rstd, const T* dy,
+                                          const T* residual_grad, T* dx, int64_t cols) {
+  using C = compute_t<T>;
+  __shared__ C shared[32];
   const int64_t offset = blockIdx.x * cols, packs = cols / K;
   const Pack<T, K>*xr = packs_of<T, K>(x + offset), *dyr = packs_of<T, K>(dy + offset), *wp = packs_of<T, K>(w);
   const Pack<T, K>* rg = residual_grad ? packs_of<T, K>(residual_grad + offset) : nullptr;
   Pack<T, K>* dxr = reinterpret_cast<Pack<T, K>*>(dx + offset);
-  const T r = rstd[blockIdx.x];
-  T dot = T(0);
+  const C r = rstd[blockIdx.x];
+  C dot = C(0);
   for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
     const Pack<T, K> xv = xr[p], dyv = dyr[p], wv = wp[p];
-    for (int k = 0; k < K; ++k) dot += dyv.v[k] * wv.v[k] * (xv.v[k] * r);
+    for (int k = 0; k < K; ++k) dot += C(dyv.v[k]) * C(wv.v[k]) * (C(xv.v[k]) * r);
   }
-  const T mean_dot = block_sum(dot, shared) / T(cols);
+  const C mean_dot = block_sum(dot, shared) / C(cols);
   for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
     const Pack<T, K> xv = xr[p], dyv = dyr[p], wv = wp[p];
+    Pack<T, K> rv;
+    if (rg) rv = rg[p];
     Pack<T, K> out;
-    for (int k = 0; k < K; ++k) out.v[k] = r * (dyv.v[k] * wv.v[k] - xv.v[k] * r * mean_dot);
-    if (rg) {
-      const Pack<T, K> rv = rg[p];
-      for (int k = 0; k < K; ++k) out.v[k] += rv.v[k];
+    for (int k = 0; k < K; ++k) {
+      const C g = r * (C(dyv.v[k]) * C(wv.v[k]) - C(xv.v[k]) * r * mean_dot);
+      out.v[k] = T(rg ? g + C(rv.v[k]) : g);
     }
     dxr[p] = out;
   }
@@ -98,24 +103,30 @@ void with_pack_width(int64_t cols, std::initializer_list<const void*> pointers, 
 // value(r, c) = dy[r, c] * xhat[r, c]: dw is its column sums.
 template <class T>
 struct WeightGradTerms {
-  const T *x, *rstd, *dy;
+  const T* x;
+  const compute_t<T>* rstd;
+  const T* dy;
   int64_t cols;
-  __device__ T operator()(int64_t r, int64_t c) const { return dy[r * cols + c] * (x[r * cols + c] * rstd[r]); }
+  __device__ compute_t<T> operator()(int64_t r, int64_t c) const {
+    using C = compute_t<T>;
+    return C(dy[r * cols + c]) * (C(x[r * cols + c]) * rstd[r]);
+  }
 };
 
 template <class T>
-__global__ void layernorm_forward_kernel(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t cols,
-                                         T eps) {
-  __shared__ T shared[32];
+__global__ void layernorm_forward_kernel(const T* x, const T* w, const T* b, T* y, compute_t<T>* mean,
+                                         compute_t<T>* rstd, int64_t cols, compute_t<T> eps) {
+  using C = compute_t<T>;
+  __shared__ C shared[32];
   const T* xr = x + blockIdx.x * cols;
   T* yr = y + blockIdx.x * cols;
-  T total = T(0);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) total += xr[j];
-  const T mu = block_sum(total, shared) / T(cols);
-  T var = T(0);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) var += (xr[j] - mu) * (xr[j] - mu);
-  const T s = T(1) / sqrt(block_sum(var, shared) / T(cols) + eps);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = (xr[j] - mu) * s * w[j] + b[j];
+  C total = C(0);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) total += C(xr[j]);
+  const C mu = block_sum(total, shared) / C(cols);
+  C var = C(0);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) var += (C(xr[j]) - mu) * (C(xr[j]) - mu);
+  const C s = C(1) / sqrt(block_sum(var, shared) / C(cols) + eps);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = T((C(xr[j]) - mu) * s * C(w[j]) + C(b[j]));
   if (threadIdx.x == 0) {
     mean[blockIdx.x] = mu;
     rstd[blockIdx.x] = s;
@@ -124,39 +135,44 @@ __global__ void layernorm_forward_kernel(const T* x, const T* w, const T* b, T* 
 
 // dx = rstd * (g - mean_j g_j - xhat * mean_j(g_j xhat_j)), g = dy * w, xhat = (x - mu) * rstd
 template <class T>
-__global__ void layernorm_input_grad_kernel(const T* x, const T* w, const T* mean, const T* rstd, const T* dy, T* dx,
-                                            int64_t cols) {
-  __shared__ T shared[32];
+__global__ void layernorm_input_grad_kernel(const T* x, const T* w, const compute_t<T>* mean,
+                                            const compute_t<T>* rstd, const T* dy, T* dx, int64_t cols) {
+  using C = compute_t<T>;
+  __shared__ C shared[32];
   const int64_t offset = blockIdx.x * cols;
-  const T mu = mean[blockIdx.x], s = rstd[blockIdx.x];
-  T sum_g = T(0), sum_g_xhat = T(0);
+  const C mu = mean[blockIdx.x], s = rstd[blockIdx.x];
+  C sum_g = C(0), sum_g_xhat = C(0);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    const T g = dy[offset + j] * w[j];
+    const C g = C(dy[offset + j]) * C(w[j]);
     sum_g += g;
-    sum_g_xhat += g * (x[offset + j] - mu) * s;
+    sum_g_xhat += g * (C(x[offset + j]) - mu) * s;
   }
-  const T mean_g = block_sum(sum_g, shared) / T(cols);
-  const T mean_g_xhat = block_sum(sum_g_xhat, shared) / T(cols);
+  const C mean_g = block_sum(sum_g, shared) / C(cols);
+  const C mean_g_xhat = block_sum(sum_g_xhat, shared) / C(cols);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    const T xhat = (x[offset + j] - mu) * s;
-    dx[offset + j] = s * (dy[offset + j] * w[j] - mean_g - xhat * mean_g_xhat);
+    const C xhat = (C(x[offset + j]) - mu) * s;
+    dx[offset + j] = T(s * (C(dy[offset + j]) * C(w[j]) - mean_g - xhat * mean_g_xhat));
   }
 }
 
 // value(r, c) = dy[r, c] * xhat[r, c] with LayerNorm's xhat: dw is its column sums.
 template <class T>
 struct CenteredWeightGradTerms {
-  const T *x, *mean, *rstd, *dy;
+  const T* x;
+  const compute_t<T>*mean, *rstd;
+  const T* dy;
   int64_t cols;
-  __device__ T operator()(int64_t r, int64_t c) const {
-    return dy[r * cols + c] * ((x[r * cols + c] - mean[r]) * rstd[r]);
+  __device__ compute_t<T> operator()(int64_t r, int64_t c) const {
+    using C = compute_t<T>;
+    return C(dy[r * cols + c]) * ((C(x[r * cols + c]) - mean[r]) * rstd[r]);
   }
 };
 
 }  // namespace
 
 template <class T>
-void rmsnorm_forward(const T* x, const T* w, T* y, T* rstd, int64_t rows, int64_t cols, T eps, int device) {
+void rmsnorm_forward(const T* x, const T* w, T* y, compute_t<T>* rstd, int64_t rows, int64_t cols, compute_t<T> eps,
+                     int device) {
   if (rows == 0) return;
   use_device(device);
   with_pack_width<T>(cols, {x, w, y}, [&](auto width) {
@@ -169,8 +185,8 @@ void rmsnorm_forward(const T* x, const T* w, T* y, T* rstd, int64_t rows, int64_
 int64_t norm_backward_scratch(int64_t rows, int64_t cols) { return column_sums_scratch(rows, cols); }
 
 template <class T>
-void rmsnorm_backward(const T* x, const T* w, const T* rstd, const T* dy, const T* residual_grad, T* dx, T* dw,
-                      T* scratch, int64_t rows, int64_t cols, int device) {
+void rmsnorm_backward(const T* x, const T* w, const compute_t<T>* rstd, const T* dy, const T* residual_grad, T* dx,
+                      T* dw, compute_t<T>* scratch, int64_t rows, int64_t cols, int device) {
   use_device(device);
   if (dx != nullptr && rows > 0) {
     with_pack_width<T>(cols, {x, w, dy, residual_grad, dx}, [&](auto width) {
@@ -184,8 +200,8 @@ void rmsnorm_backward(const T* x, const T* w, const T* rstd, const T* dy, const 
 }
 
 template <class T>
-void layernorm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows, int64_t cols, T eps,
-                       int device) {
+void layernorm_forward(const T* x, const T* w, const T* b, T* y, compute_t<T>* mean, compute_t<T>* rstd, int64_t rows,
+                       int64_t cols, compute_t<T> eps, int device) {
   if (rows == 0) return;
   use_device(device);
   layernorm_forward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, w, b, y, mean, rstd, cols, eps);
@@ -194,8 +210,8 @@ void layernorm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rst
 
 // The column sums run one after the other on the same stream, so they can share `scratch`.
 template <class T>
-void layernorm_backward(const T* x, const T* w, const T* mean, const T* rstd, const T* dy, T* dx, T* dw, T* db,
-                        T* scratch, int64_t rows, int64_t cols, int device) {
+void layernorm_backward(const T* x, const T* w, const compute_t<T>* mean, const compute_t<T>* rstd, const T* dy, T* dx,
+                        T* dw, T* db, compute_t<T>* scratch, int64_t rows, int64_t cols, int device) {
   use_device(device);
   if (dx != nullptr && rows > 0) {
     layernorm_input_grad_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, w, mean, rstd, dy, dx, cols);
@@ -207,5 +223,6 @@ void layernorm_backward(const T* x, const T* w, const T* mean, const T* rstd, co
 
 FUSELAB_CUDA_NORMS_INSTANTIATE(float)
 FUSELAB_CUDA_NORMS_INSTANTIATE(double)
+FUSELAB_CUDA_NORMS_INSTANTIATE(bfloat16)
 
 }  // namespace fuselab::kernels::cuda

@@ -11,36 +11,42 @@
 //
 // One block per row. Pointers are device pointers on `device`; dx, residual_grad, dw and db may
 // be null. Unlike the CPU kernels, dw and db are written, not accumulated into; `scratch` holds
-// norm_backward_scratch(rows, cols) elements for their two-level sums (no atomics).
+// norm_backward_scratch(rows, cols) elements for their two-level sums (no atomics). T is float,
+// double or bfloat16; the row statistics (mean, rstd), eps, the sums and the scratch are in
+// compute_t<T> (float32 for bfloat16).
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/bfloat16.h"
+
 namespace fuselab::kernels::cuda {
 
 template <class T>
-void rmsnorm_forward(const T* x, const T* w, T* y, T* rstd, int64_t rows, int64_t cols, T eps, int device);
+void rmsnorm_forward(const T* x, const T* w, T* y, compute_t<T>* rstd, int64_t rows, int64_t cols, compute_t<T> eps,
+                     int device);
 
 int64_t norm_backward_scratch(int64_t rows, int64_t cols);
 template <class T>
-void rmsnorm_backward(const T* x, const T* w, const T* rstd, const T* dy, const T* residual_grad, T* dx, T* dw,
-                      T* scratch, int64_t rows, int64_t cols, int device);
+void rmsnorm_backward(const T* x, const T* w, const compute_t<T>* rstd, const T* dy, const T* residual_grad, T* dx,
+                      T* dw, compute_t<T>* scratch, int64_t rows, int64_t cols, int device);
 
 template <class T>
-void layernorm_forward(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, int64_t rows, int64_t cols, T eps,
-                       int device);
+void layernorm_forward(const T* x, const T* w, const T* b, T* y, compute_t<T>* mean, compute_t<T>* rstd, int64_t rows,
+                       int64_t cols, compute_t<T> eps, int device);
 
 template <class T>
-void layernorm_backward(const T* x, const T* w, const T* mean, const T* rstd, const T* dy, T* dx, T* dw, T* db,
-                        T* scratch, int64_t rows, int64_t cols, int device);
+void layernorm_backward(const T* x, const T* w, const compute_t<T>* mean, const compute_t<T>* rstd, const T* dy, T* dx,
+                        T* dw, T* db, compute_t<T>* scratch, int64_t rows, int64_t cols, int device);
 
-// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
-#define FUSELAB_CUDA_NORMS_INSTANTIATE(T) \
-  template void rmsnorm_forward<T>(const T*, const T*, T*, T*, int64_t, int64_t, T, int);                   \
-  template void rmsnorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t,  \
-                                    int64_t, int);                                                          \
-  template void layernorm_forward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, T, int);   \
-  template void layernorm_backward<T>(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*,     \
-                                      int64_t, int64_t, int);
+// The explicit instantiations, for the .cu file and for stubs.cc (T = float, double, bfloat16).
+#define FUSELAB_CUDA_NORMS_INSTANTIATE(T)                                                                          \
+  template void rmsnorm_forward<T>(const T*, const T*, T*, compute_t<T>*, int64_t, int64_t, compute_t<T>, int);   \
+  template void rmsnorm_backward<T>(const T*, const T*, const compute_t<T>*, const T*, const T*, T*, T*,          \
+                                    compute_t<T>*, int64_t, int64_t, int);                                         \
+  template void layernorm_forward<T>(const T*, const T*, const T*, T*, compute_t<T>*, compute_t<T>*, int64_t,     \
+                                     int64_t, compute_t<T>, int);                                                  \
+  template void layernorm_backward<T>(const T*, const T*, const compute_t<T>*, const compute_t<T>*, const T*, T*, \
+                                      T*, T*, compute_t<T>*, int64_t, int64_t, int);
 
 }  // namespace fuselab::kernels::cuda

@@ -118,5 +118,6 @@ double sum_squares(const T* x, int64_t n, int device) {
 
 FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(float)
 FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(double)
+FUSELAB_CUDA_SUM_SQUARES_BF16_INSTANTIATE
 
 }  // namespace fuselab::kernels::cuda

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/bfloat16.h"
 #include "kernels/optimizer_math.h"
 
 namespace fuselab::kernels::cuda {
@@ -37,5 +38,7 @@ double sum_squares(const T* x, int64_t n, int device);
   template void adamw_step<T>(const std::vector<ParamBuffers<T>>&, const AdamWHyper&, int);                 \
   template void sgd_step<T>(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int);                     \
   template double sum_squares<T>(const T*, int64_t, int);
+// bfloat16 grads (of bfloat16 parameters, whose updates run on float32 masters) only need the clip's sum.
+#define FUSELAB_CUDA_SUM_SQUARES_BF16_INSTANTIATE template double sum_squares<bfloat16>(const bfloat16*, int64_t, int);
 
 }  // namespace fuselab::kernels::cuda

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/cuda/cast.h"
 #include "kernels/cuda/channel_bias.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/device_api.h"
@@ -34,33 +35,41 @@ void copy_device_to_device(void*, const void*, size_t, int) { unavailable("cudaM
 void synchronize(int) { unavailable("cudaDeviceSynchronize"); }
 void fill_bytes(void*, unsigned char, size_t, int) { unavailable("cudaMemset"); }
 
+template <class From, class To>
+void cast(const From*, To*, int64_t, int) {
+  unavailable("cast_kernel");
+}
 template <class T>
 void binary(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast, int) { unavailable("binary_kernel"); }
 template <class T>
-void scale(const T*, T, T*, int64_t, int) { unavailable("scale_kernel"); }
+void scale(const T*, compute_t<T>, T*, int64_t, int) { unavailable("scale_kernel"); }
 template <class T>
-void axpy(T, const T*, T*, int64_t, int) { unavailable("axpy_kernel"); }
+void axpy(compute_t<T>, const T*, T*, int64_t, int) { unavailable("axpy_kernel"); }
 template <class T>
 void activation_forward(Activation, const T*, T*, int64_t, int) { unavailable("activation_forward_kernel"); }
 template <class T>
 void activation_backward(Activation, const T*, const T*, T*, int64_t, int) { unavailable("activation_backward_kernel"); }
 int64_t sum_rows_scratch(int64_t, int64_t) { return 0; }
 template <class T>
-void sum_rows(const T*, int64_t, int64_t, T*, T*, int) { unavailable("column_sums_kernel"); }
+void sum_rows(const T*, int64_t, int64_t, T*, compute_t<T>*, int) { unavailable("column_sums_kernel"); }
 template <class T>
-void gemm(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*, int64_t, int) {
+void gemm(bool, bool, int64_t, int64_t, int64_t, compute_t<T>, const T*, int64_t, const T*, int64_t, compute_t<T>, T*,
+          int64_t, int) {
   unavailable("cublasLtMatmul");
 }
 template <class T>
-bool gemm_with_epilogue(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, T, const T*, T*,
-                        int64_t, GemmEpilogue, const T*, T*, int) {
+bool gemm_with_epilogue(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, compute_t<T>,
+                        const T*, T*, int64_t, GemmEpilogue, const T*, T*, int) {
   unavailable("cublasLtMatmul");
 }
 template <class T>
-void rmsnorm_forward(const T*, const T*, T*, T*, int64_t, int64_t, T, int) { unavailable("rmsnorm_forward_kernel"); }
+void rmsnorm_forward(const T*, const T*, T*, compute_t<T>*, int64_t, int64_t, compute_t<T>, int) {
+  unavailable("rmsnorm_forward_kernel");
+}
 int64_t norm_backward_scratch(int64_t, int64_t) { return 0; }
 template <class T>
-void rmsnorm_backward(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, int) {
+void rmsnorm_backward(const T*, const T*, const compute_t<T>*, const T*, const T*, T*, T*, compute_t<T>*, int64_t,
+                      int64_t, int) {
   unavailable("rmsnorm_input_grad_kernel");
 }
 template <class T>
@@ -98,15 +107,17 @@ void linear_bias_add_forward(const T*, const T*, const T*, const T*, T*, int64_t
 }
 int64_t activation_bias_backward_scratch(int64_t, int64_t) { return 0; }
 template <class T>
-void activation_bias_backward(Activation, const T*, const T*, T*, T*, T*, int64_t, int64_t, int) {
+void activation_bias_backward(Activation, const T*, const T*, T*, T*, compute_t<T>*, int64_t, int64_t, int) {
   unavailable("column_partials_kernel");
 }
 template <class T>
-void layernorm_forward(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, T, int) {
+void layernorm_forward(const T*, const T*, const T*, T*, compute_t<T>*, compute_t<T>*, int64_t, int64_t, compute_t<T>,
+                       int) {
   unavailable("layernorm_forward_kernel");
 }
 template <class T>
-void layernorm_backward(const T*, const T*, const T*, const T*, const T*, T*, T*, T*, T*, int64_t, int64_t, int) {
+void layernorm_backward(const T*, const T*, const compute_t<T>*, const compute_t<T>*, const T*, T*, T*, T*,
+                        compute_t<T>*, int64_t, int64_t, int) {
   unavailable("layernorm_input_grad_kernel");
 }
 template <class T>
@@ -160,5 +171,11 @@ bool allow_tf32() { return false; }
   FUSELAB_CUDA_EMBEDDING_INSTANTIATE(T)
 INSTANTIATE(float)
 INSTANTIATE(double)
+FUSELAB_CUDA_ELEMENTWISE_BF16_INSTANTIATE(bfloat16)
+FUSELAB_CUDA_GEMM_INSTANTIATE(bfloat16)
+FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(bfloat16)
+FUSELAB_CUDA_NORMS_INSTANTIATE(bfloat16)
+FUSELAB_CUDA_SUM_SQUARES_BF16_INSTANTIATE
+FUSELAB_CUDA_CAST_INSTANTIATE
 
 }  // namespace fuselab::kernels::cuda

@@ -31,8 +31,9 @@ OpForward LayerNorm::op_forward(OpContext& ctx, const Tensor& x, const std::vect
       [&](auto zero) {
         using T = decltype(zero);
         kernels::cuda::layernorm_forward<T>(x.cuda_data<T>(), parameter(0).cuda_data<T>(),
-                                            parameter(1).cuda_data<T>(), y.cuda_data<T>(), mean.cuda_data<T>(),
-                                            rstd.cuda_data<T>(), rows, features_, T(eps_), x.device().index);
+                                            parameter(1).cuda_data<T>(), y.cuda_data<T>(),
+                                            mean.cuda_data<compute_t<T>>(), rstd.cuda_data<compute_t<T>>(), rows,
+                                            features_, compute_t<T>(eps_), x.device().index);
       });
   if (ctx.requires_backward()) ctx.save<LayerNormSaved>() = {x, mean, rstd};
   return {y, {}};
@@ -56,10 +57,12 @@ OpBackward LayerNorm::op_backward(OpContext& ctx, const Tensor& dy, const std::v
       [&](auto zero) {
         using T = decltype(zero);
         auto ptr = [](const Tensor& t) { return t.defined() ? t.cuda_data<T>() : nullptr; };
-        Tensor scratch = empty({kernels::cuda::norm_backward_scratch(rows, features_)}, dy.dtype(), dy.device());
+        Tensor scratch =
+            empty({kernels::cuda::norm_backward_scratch(rows, features_)}, compute_dtype(dy.dtype()), dy.device());
         kernels::cuda::layernorm_backward<T>(saved.input.cuda_data<T>(), parameter(0).cuda_data<T>(),
-                                             saved.mean.cuda_data<T>(), saved.rstd.cuda_data<T>(), dy.cuda_data<T>(),
-                                             ptr(dx), ptr(dw), ptr(db), scratch.cuda_data<T>(), rows, features_,
+                                             saved.mean.cuda_data<compute_t<T>>(),
+                                             saved.rstd.cuda_data<compute_t<T>>(), dy.cuda_data<T>(), ptr(dx),
+                                             ptr(dw), ptr(db), scratch.cuda_data<compute_t<T>>(), rows, features_,
                                              dy.device().index);
       });
   return {dx, {}, {dw, db}};

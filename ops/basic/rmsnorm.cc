@@ -27,7 +27,8 @@ OpForward RMSNorm::op_forward(OpContext& ctx, const Tensor& x, const std::vector
       [&](auto zero) {
         using T = decltype(zero);
         kernels::cuda::rmsnorm_forward<T>(x.cuda_data<T>(), weight().cuda_data<T>(), y.cuda_data<T>(),
-                                          rstd.cuda_data<T>(), rows, features_, T(eps_), x.device().index);
+                                          rstd.cuda_data<compute_t<T>>(), rows, features_, compute_t<T>(eps_),
+                                          x.device().index);
       });
   if (ctx.requires_backward()) ctx.save<RMSNormSaved>() = {x, rstd};
   return {y, {}};
@@ -50,11 +51,12 @@ OpBackward RMSNorm::backward_with_residual(OpContext& ctx, const Tensor& dy, con
       },
       [&](auto zero) {
         using T = decltype(zero);
-        Tensor scratch = empty({kernels::cuda::norm_backward_scratch(rows, features_)}, dy.dtype(), dy.device());
+        Tensor scratch =
+            empty({kernels::cuda::norm_backward_scratch(rows, features_)}, compute_dtype(dy.dtype()), dy.device());
         kernels::cuda::rmsnorm_backward<T>(
-            saved.input.cuda_data<T>(), weight().cuda_data<T>(), saved.rstd.cuda_data<T>(), dy.cuda_data<T>(),
+            saved.input.cuda_data<T>(), weight().cuda_data<T>(), saved.rstd.cuda_data<compute_t<T>>(), dy.cuda_data<T>(),
             residual_grad.defined() ? residual_grad.cuda_data<T>() : nullptr, dx.defined() ? dx.cuda_data<T>() : nullptr,
-            need_dw ? dw.cuda_data<T>() : nullptr, scratch.cuda_data<T>(), rows, features_, dy.device().index);
+            need_dw ? dw.cuda_data<T>() : nullptr, scratch.cuda_data<compute_t<T>>(), rows, features_, dy.device().index);
       });
   return {dx, {}, {dw}};
 }

@@ -31,10 +31,11 @@ FusedBackward BackwardActivationBias::fuser_backward(const std::vector<OpContext
       [&](auto zero) {
         using T = decltype(zero);
         Tensor scratch =
-            empty({kernels::cuda::activation_bias_backward_scratch(rows, cols)}, pre.dtype(), pre.device());
+            empty({kernels::cuda::activation_bias_backward_scratch(rows, cols)}, compute_dtype(pre.dtype()),
+                  pre.device());
         kernels::cuda::activation_bias_backward<T>(act.activation(), pre.cuda_data<T>(), dy.cuda_data<T>(),
                                                    dpre.cuda_data<T>(), need_db ? db.cuda_data<T>() : nullptr,
-                                                   scratch.cuda_data<T>(), rows, cols, pre.device().index);
+                                                   scratch.cuda_data<compute_t<T>>(), rows, cols, pre.device().index);
       });
   return {dpre, TensorLists(2), {{db}, {}}};
 }
