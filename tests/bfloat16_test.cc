@@ -223,6 +223,27 @@ TEST(BFloat16, TrainingFollowsFloat32) {
   for (size_t s = 0; s < f32.size(); ++s) EXPECT_NEAR(bf16[s], f32[s], 0.05 * f32[0]) << "step " << s;
 }
 
+// The functional ops that take bfloat16, output and grads against float32 on the same rounded inputs.
+TEST(BFloat16, FunctionalOpsMatchFloat32) {
+  auto run = [](DType dtype) {
+    Tensor a = testing::random_tensor({6, 5}, DType::BFloat16, 31).to(dtype);
+    Tensor b = testing::random_tensor({5, 4}, DType::BFloat16, 32).to(dtype);
+    Tensor r = testing::random_tensor({4}, DType::BFloat16, 33).to(dtype);
+    for (Tensor* t : {&a, &b, &r}) t->set_requires_grad(true);
+    const Tensor h = add(matmul(a, b), r);  // [6, 4]
+    const Tensor y = div(sub(mul(gelu(h), silu(h)), relu(scale(h, 0.5))), add(r, full({4}, 3.0, dtype)));
+    const Tensor loss = add(sum(y), mean(mul(y, y)));
+    backward(loss);
+    return std::vector<Tensor>{y, a.grad(), b.grad(), r.grad()};
+  };
+  const std::vector<Tensor> got = run(DType::BFloat16), want = run(DType::Float32);
+  for (size_t k = 0; k < got.size(); ++k) {
+    ASSERT_EQ(got[k].dtype(), DType::BFloat16);
+    const auto g = got[k].to(DType::Float32).to_vector<float>(), w = want[k].to_vector<float>();
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], 0.02f * (1 + std::abs(w[i]))) << k << " " << i;
+  }
+}
+
 TEST(BFloat16, OpsWithoutBFloat16KernelsSaySo) {
   const Tensor x = testing::random_tensor({2, 3}, DType::BFloat16, 1);
   testing::expect_error([&] { softmax(x); }, {"softmax", "bfloat16"});
