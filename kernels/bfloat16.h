@@ -32,12 +32,6 @@ struct bfloat16 {
     return value;
   }
 
-  static FUSELAB_HOST_DEVICE bfloat16 from_bits(uint16_t bits) {
-    bfloat16 b;
-    b.bits = bits;
-    return b;
-  }
-
  private:
   static FUSELAB_HOST_DEVICE uint16_t round_to_bf16(float value) {
     uint32_t wide;
@@ -47,17 +41,12 @@ struct bfloat16 {
   }
 };
 
-// Arithmetic on bfloat16 happens in float32; compound assignment rounds the result back.
-#define FUSELAB_BF16_COMPOUND(op)                                                      \
-  FUSELAB_HOST_DEVICE inline bfloat16& operator op##=(bfloat16& a, float b) {           \
-    a = bfloat16(float(a) op b);                                                       \
-    return a;                                                                          \
-  }
-FUSELAB_BF16_COMPOUND(+)
-FUSELAB_BF16_COMPOUND(-)
-FUSELAB_BF16_COMPOUND(*)
-FUSELAB_BF16_COMPOUND(/)
-#undef FUSELAB_BF16_COMPOUND
+// Arithmetic on bfloat16 happens in float32 (through the conversion); accumulating into one
+// rounds the float32 sum back.
+FUSELAB_HOST_DEVICE inline bfloat16& operator+=(bfloat16& a, float b) {
+  a = bfloat16(float(a) + b);
+  return a;
+}
 
 // The type kernels accumulate and compute in: float for bfloat16, the type itself otherwise.
 template <class T> struct compute_type { using type = T; };

@@ -4,9 +4,8 @@
 
 #include <cstdint>
 
-#include "kernels/bfloat16.h"
-
 #include "kernels/activation_math.h"
+#include "kernels/bfloat16.h"
 #include "kernels/elementwise_kinds.h"
 
 namespace fuselab::kernels::cpu {

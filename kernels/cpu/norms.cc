@@ -97,8 +97,8 @@ void layernorm_forward(const T* x, const T* w, const T* b, T* y, compute_t<T>* m
 }
 
 template <class T>
-void layernorm_backward(const T* x, const T* w, const compute_t<T>* mean, const compute_t<T>* rstd, const T* dy, T* dx, T* dw,
-                        T* db, int64_t rows, int64_t cols) {
+void layernorm_backward(const T* x, const T* w, const compute_t<T>* mean, const compute_t<T>* rstd, const T* dy,
+                        T* dx, T* dw, T* db, int64_t rows, int64_t cols) {
   using C = compute_t<T>;
   rows_with_param_grads<T>(rows, cols, dw, db, [&](int64_t r, C* dw_partial, C* db_partial) {
     const T* xr = x + r * cols;

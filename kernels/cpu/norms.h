@@ -29,7 +29,7 @@ void layernorm_forward(const T* x, const T* w, const T* b, T* y, compute_t<T>* m
                        int64_t cols, compute_t<T> eps);
 
 template <class T>
-void layernorm_backward(const T* x, const T* w, const compute_t<T>* mean, const compute_t<T>* rstd, const T* dy, T* dx, T* dw,
-                        T* db, int64_t rows, int64_t cols);
+void layernorm_backward(const T* x, const T* w, const compute_t<T>* mean, const compute_t<T>* rstd, const T* dy,
+                        T* dx, T* dw, T* db, int64_t rows, int64_t cols);
 
 }  // namespace fuselab::kernels::cpu

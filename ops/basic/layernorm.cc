@@ -51,8 +51,8 @@ OpBackward LayerNorm::op_backward(OpContext& ctx, const Tensor& dy, const std::v
         using T = decltype(zero);
         auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
         kernels::cpu::layernorm_backward<T>(saved.input.data<T>(), parameter(0).data<T>(),
-                                            saved.mean.data<compute_t<T>>(), saved.rstd.data<compute_t<T>>(), dy.data<T>(), ptr(dx), ptr(dw), ptr(db), rows,
-                                            features_);
+                                            saved.mean.data<compute_t<T>>(), saved.rstd.data<compute_t<T>>(),
+                                            dy.data<T>(), ptr(dx), ptr(dw), ptr(db), rows, features_);
       },
       [&](auto zero) {
         using T = decltype(zero);

@@ -53,10 +53,12 @@ OpBackward RMSNorm::backward_with_residual(OpContext& ctx, const Tensor& dy, con
         using T = decltype(zero);
         Tensor scratch =
             empty({kernels::cuda::norm_backward_scratch(rows, features_)}, compute_dtype(dy.dtype()), dy.device());
-        kernels::cuda::rmsnorm_backward<T>(
-            saved.input.cuda_data<T>(), weight().cuda_data<T>(), saved.rstd.cuda_data<compute_t<T>>(), dy.cuda_data<T>(),
-            residual_grad.defined() ? residual_grad.cuda_data<T>() : nullptr, dx.defined() ? dx.cuda_data<T>() : nullptr,
-            need_dw ? dw.cuda_data<T>() : nullptr, scratch.cuda_data<compute_t<T>>(), rows, features_, dy.device().index);
+        kernels::cuda::rmsnorm_backward<T>(saved.input.cuda_data<T>(), weight().cuda_data<T>(),
+                                           saved.rstd.cuda_data<compute_t<T>>(), dy.cuda_data<T>(),
+                                           residual_grad.defined() ? residual_grad.cuda_data<T>() : nullptr,
+                                           dx.defined() ? dx.cuda_data<T>() : nullptr,
+                                           need_dw ? dw.cuda_data<T>() : nullptr, scratch.cuda_data<compute_t<T>>(),
+                                           rows, features_, dy.device().index);
       });
   return {dx, {}, {dw}};
 }
