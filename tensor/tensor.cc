@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
 
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/device_api.h"
@@ -126,7 +127,11 @@ Tensor Tensor::to(DType target) const {
       dispatch_floating<WithBFloat16::Yes>(target, "to(dtype)", [&](auto into) {
         using From = decltype(from);
         using Into = decltype(into);
-        kernels::cuda::cast<From, Into>(cuda_data<From>(), result.cuda_data<Into>(), numel(), device().index);
+        try {
+          kernels::cuda::cast<From, Into>(cuda_data<From>(), result.cuda_data<Into>(), numel(), device().index);
+        } catch (const std::runtime_error& e) {
+          fail("to(", target, ") of a ", dtype(), " tensor of shape ", shape(), " on ", device(), ": ", e.what());
+        }
       });
     });
     return result;
