@@ -513,6 +513,55 @@ TEST_F(Cuda, TransposeSumsMseAndEmbeddingMatchCpu) {
   }
 }
 
+// Each op that takes bfloat16, on the GPU against the CPU in bfloat16, output and input grads to
+// 1e-2: both widen the same inputs, compute in float32 and round once, so they differ by the
+// float32 order of a sum at most, which rounds to the same bfloat16 or its neighbour (2^-8).
+// (Not Linear+Bias+ReLU: the GPU rounds its pre-activation once, the CPU twice, and an input
+// near 0 that rounds across the kink flips ReLU's gate.)
+TEST_F(Cuda, BFloat16OpsMatchCpuTo1e2) {
+  const DType bf16 = DType::BFloat16;
+  auto expect = [](const std::vector<Tensor>& inputs, const std::function<Tensor(const std::vector<Tensor>&)>& f,
+                   const std::string& what) { expect_gpu_matches_cpu(inputs, f, what + " (bfloat16)", 1e-2); };
+  for (const Shape& shape : {Shape{3, 257}, Shape{300, 1000}}) {
+    const Tensor a = random(shape, bf16, 1),
+                 b = add(math::scaled(random({shape[1]}, bf16, 2), 0.1), full({shape[1]}, 2.0, bf16));
+    expect(
+        {a, b}, [](const auto& x) { return div(mul(add(x[0], x[1]), x[1]), sub(x[1], scale(x[1], 0.5))); },
+        "add/mul/sub/div " + describe(shape));
+  }
+  for (int64_t n : {257, 100003}) {
+    const Tensor x = math::scaled(random({n}, bf16, 5), 3);
+    expect(
+        {x}, [](const auto& v) { return add(relu(v[0]), mul(gelu(v[0]), silu(v[0]))); }, "activations");
+    expect(
+        {x}, [](const auto& v) { return add(sum(v[0]), mean(v[0])); }, "sum and mean n=" + std::to_string(n));
+  }
+  expect(
+      {random({37, 64}, bf16, 6), random({64, 48}, bf16, 7)}, [](const auto& x) { return matmul(x[0], x[1]); },
+      "matmul");
+  using Build = std::function<std::vector<std::shared_ptr<BasicOp>>()>;
+  const std::vector<std::pair<const char*, Build>> models = {
+      {"Linear+Bias+GELU",
+       [] {
+         Generator g(8);
+         auto ops = linear_with_bias(48, 64, &g);
+         ops.push_back(std::make_shared<GELU>());
+         return ops;
+       }},
+      {"RMSNorm", [] { return std::vector<std::shared_ptr<BasicOp>>{std::make_shared<RMSNorm>(48)}; }},
+      {"LayerNorm", [] { return std::vector<std::shared_ptr<BasicOp>>{std::make_shared<LayerNorm>(48)}; }}};
+  for (const auto& [name, build] : models) {
+    expect(
+        {random({100, 48}, bf16, 10)},
+        [build = build](const auto& x) {
+          Sequential model(build());
+          model.to(DType::BFloat16).to(x[0].device());
+          return model(x[0]);
+        },
+        name);
+  }
+}
+
 // bfloat16 on the GPU against bfloat16 on the CPU (both compute in float32): the ops and fusions
 // that take it, fused and unfused, at a width whose rows take 16-byte loads and cuBLASLt's
 // epilogues (48) and one that takes the scalar and GEMM-plus-pass fallbacks (37); the output,
