@@ -159,7 +159,7 @@ __global__ void layernorm_input_grad_kernel(const T* x, const T* w, const comput
 template <class T>
 struct CenteredWeightGradTerms {
   const T* x;
-  const compute_t<T>*mean, *rstd;
+  const compute_t<T> *mean, *rstd;
   const T* dy;
   int64_t cols;
   __device__ compute_t<T> operator()(int64_t r, int64_t c) const {
