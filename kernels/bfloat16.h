@@ -18,9 +18,9 @@
 namespace fuselab {
 
 struct bfloat16 {
-  uint16_t bits = 0;
+  uint16_t bits;
 
-  bfloat16() = default;
+  bfloat16() = default;  // trivial, like float: uninitialized unless value-initialized (bfloat16{})
   FUSELAB_HOST_DEVICE bfloat16(float value) : bits(round_to_bf16(value)) {}  // NOLINT: rounds like a float
   FUSELAB_HOST_DEVICE explicit bfloat16(double value) : bfloat16(float(value)) {}
   FUSELAB_HOST_DEVICE explicit bfloat16(int value) : bfloat16(float(value)) {}
