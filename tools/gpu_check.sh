@@ -85,7 +85,7 @@ run() {
   check cuda_test "$gpu/tests/cuda_test"
   if command -v compute-sanitizer >/dev/null; then
     check cuda_test_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$gpu/tests/cuda_test" \
-      --gtest_filter='Cuda.RoundTrip*:Cuda.Activations*:Cuda.Matmul*:Cuda.RMSNorm*:Cuda.FusedSequential*:Cuda.CrossEntropy*:Cuda.Embedding*:Cuda.LayerNorm*:Cuda.Softmax*:Cuda.Conv2d*:Cuda.LinearEpilogues*:Cuda.SwiGLU*:Cuda.Transpose*'
+      --gtest_filter='Cuda.RoundTrip*:Cuda.Activations*:Cuda.Matmul*:Cuda.RMSNorm*:Cuda.FusedSequential*:Cuda.CrossEntropy*:Cuda.Embedding*:Cuda.LayerNorm*:Cuda.Softmax*:Cuda.Conv2d*:Cuda.LinearEpilogues*:Cuda.SwiGLU*:Cuda.Transpose*:Cuda.BFloat16MatchesCpu'
   else
     rows+=("cuda_test_memcheck           SKIPPED: no compute-sanitizer on PATH")
   fi
