@@ -188,6 +188,10 @@ TEST(BFloat16, OptimizersKeepFloat32MasterWeights) {
     for (float m : master.to_vector<float>()) EXPECT_NEAR(m, 0.99f, 1e-4f) << (adamw ? "AdamW" : "SGD");
     for (float v : w.to(DType::Float32).to_vector<float>()) EXPECT_EQ(v, float(bfloat16(master.to_vector<float>()[0])));
     EXPECT_LT(float(bfloat16(0.99f)), 1.0f);
+    // The premise: the same 100 steps applied to a bfloat16 value directly leave it at 1.0.
+    bfloat16 plain(1.0f);
+    for (int step = 0; step < 100; ++step) plain = bfloat16(float(plain) - 1e-4f);
+    EXPECT_EQ(float(plain), 1.0f);
 
     // A checkpoint restores the master, not the rounded parameter.
     Tensor w2 = w.detach().clone();
