@@ -27,7 +27,7 @@ __device__ T block_reduce(T value, Op op, T identity, T* shared) {
   __syncthreads();  // `shared` may still be read from a previous call
   if (lane == 0) shared[warp] = value;
   __syncthreads();
-  value = threadIdx.x < warps ? shared[threadIdx.x] : identity;
+  value = int(threadIdx.x) < warps ? shared[threadIdx.x] : identity;
   if (warp == 0) value = warp_reduce(value, op);
   if (threadIdx.x == 0) shared[0] = value;
   __syncthreads();
