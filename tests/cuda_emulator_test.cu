@@ -120,7 +120,8 @@ TEST(CudaEmulator, CopiesOutsideDeviceMemoryAreRefused) {
 TEST(CudaEmulatorDeathTest, MisusesStopWithTheKernelsNameInsteadOfHanging) {
   DeviceBuffer<int> y(std::vector<int>(32, 0));
   EXPECT_DEATH(split_barriers<<<1, 32>>>(y.ptr), "split_barriers: deadlock");
-  EXPECT_DEATH(shuffle_after_return<<<1, 32>>>(y.ptr), "shuffle_after_return: a shuffle reads a lane that has returned");
+  EXPECT_DEATH(shuffle_after_return<<<1, 32>>>(y.ptr),
+               "shuffle_after_return: a shuffle reads a lane that has returned");
   std::vector<int> host(32);
   EXPECT_DEATH(warp_sums<<<1, 32>>>(host.data(), y.ptr), "warp_sums: argument .* is not device memory");
 }

@@ -4,9 +4,9 @@
 // pointer passed to a kernel, are caught as the GPU would catch them (or worse, would not).
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <mutex>
-#include <iterator>
 #include <new>
 #include <utility>
 
