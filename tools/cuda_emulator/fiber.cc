@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -58,6 +59,12 @@ void finish_switch(void* sanitizer_stack, const void** bottom, size_t* size) {
   __sanitizer_finish_switch_fiber(sanitizer_stack, bottom, size);
 #endif
 }
+// A body that ran before left its last frames marked as live stack; start() writes over them.
+void forget_frames(void* begin, size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  __asan_unpoison_memory_region(begin, bytes);
+#endif
+}
 
 // The fiber running, and the stack of the thread that resumed it.
 Fiber* running = nullptr;
@@ -81,6 +88,7 @@ Fiber::~Fiber() { munmap(stack_, kStackBytes); }
 // aligned as at a call), run_body's address for switch_stacks' `ret`, and six zeros it pops.
 void Fiber::start(void (*body)()) {
   void** top = reinterpret_cast<void**>(static_cast<char*>(stack_) + kStackBytes);
+  forget_frames(top - 8, 8 * sizeof(void*));
   top[-1] = nullptr;
   top[-2] = reinterpret_cast<void*>(&Fiber::run_body);
   for (int slot = 3; slot <= 8; ++slot) top[-slot] = nullptr;
