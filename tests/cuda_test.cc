@@ -544,7 +544,7 @@ TEST_F(Cuda, TransposeSumsMseAndEmbeddingMatchCpu) {
 // near 0 that rounds across the kink flips ReLU's gate.)
 TEST_F(Cuda, BFloat16OpsMatchCpuTo1e2) {
   const DType bf16 = DType::BFloat16;
-  auto expect = [](const std::vector<Tensor>& inputs, const std::function<Tensor(const std::vector<Tensor>&)>& f,
+  auto expect = [](const std::vector<Tensor>& inputs, const TensorFunction& f,
                    const std::string& what) { expect_gpu_matches_cpu(inputs, f, what + " (bfloat16)", 1e-2); };
   for (const Shape& shape : {Shape{3, 257}, Shape{300, 1000}}) {
     const Tensor a = random(shape, bf16, 1),
