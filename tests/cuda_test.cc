@@ -544,8 +544,9 @@ TEST_F(Cuda, TransposeSumsMseAndEmbeddingMatchCpu) {
 // near 0 that rounds across the kink flips ReLU's gate.)
 TEST_F(Cuda, BFloat16OpsMatchCpuTo1e2) {
   const DType bf16 = DType::BFloat16;
-  auto expect = [](const std::vector<Tensor>& inputs, const TensorFunction& f,
-                   const std::string& what) { expect_gpu_matches_cpu(inputs, f, what + " (bfloat16)", 1e-2); };
+  auto expect = [](const std::vector<Tensor>& inputs, const TensorFunction& f, const std::string& what) {
+    expect_gpu_matches_cpu(inputs, f, what + " (bfloat16)", 1e-2);
+  };
   for (const Shape& shape : {Shape{3, 257}, Shape{300, 1000}}) {
     const Tensor a = random(shape, bf16, 1),
                  b = add(math::scaled(random({shape[1]}, bf16, 2), 0.1), full({shape[1]}, 2.0, bf16));
