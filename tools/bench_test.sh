@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The bench tool runs both models, writes every JSON field and an SVG, and rejects bad flags.
+# Arguments: the bench binary, then flags for every run (bench_cuda_emulated_test: --device cuda).
 set -euo pipefail
 bench="$1"
+shift
+device_flags=("$@")
+run() { "$bench" "$@" "${device_flags[@]}"; }
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
-"$bench" --model mlp_block --tokens 64 --hidden 32 --iters 3 --json "$dir/mlp.json" --plot "$dir/mlp.svg"
-"$bench" --model norm_block --tokens 64 --hidden 32 --iters 3 --json "$dir/norm.json"
+run --model mlp_block --tokens 64 --hidden 32 --iters 3 --json "$dir/mlp.json" --plot "$dir/mlp.svg"
+run --model norm_block --tokens 64 --hidden 32 --iters 3 --json "$dir/norm.json"
 for field in model device dtype tokens hidden fused_fwd_ms unfused_fwd_ms fused_fwd_bwd_ms unfused_fwd_bwd_ms \
              speedup_fwd_bwd fused_peak_bytes unfused_peak_bytes gemms_fwd_bwd_ms; do
   grep -q "\"$field\"" "$dir/mlp.json" || { echo "missing $field"; exit 1; }
@@ -13,16 +17,18 @@ grep -q '"model": "norm_block"' "$dir/norm.json"
 grep -q '"gemms_fwd_bwd_ms": null' "$dir/norm.json"  # no GEMMs in the norm block
 if grep -q '"gemms_fwd_bwd_ms": null' "$dir/mlp.json"; then echo "mlp_block lacks its GEMM floor"; exit 1; fi
 grep -q '"fused_fwd_bwd_tflops": [0-9]' "$dir/mlp.json"
-"$bench" --model rmsnorm --tokens 64 --hidden 32 --iters 3 --json "$dir/rmsnorm.json"
+run --model rmsnorm --tokens 64 --hidden 32 --iters 3 --json "$dir/rmsnorm.json"
 for field in forward_gbps backward_gbps copy_gbps forward_fraction_of_copy backward_fraction_of_copy; do
   grep -q "\"$field\": [0-9]" "$dir/rmsnorm.json" || { echo "rmsnorm report lacks $field"; exit 1; }
 done
-"$bench" --model mlp_block --tokens 64 --hidden 32 --iters 2 --per-fusion --json "$dir/per_fusion.json" --plot "$dir/per_fusion.svg"
+run --model mlp_block --tokens 64 --hidden 32 --iters 2 --per-fusion --json "$dir/per_fusion.json" --plot "$dir/per_fusion.svg"
 for fusion in ForwardLinearBiasActivation ForwardLinearBiasAdd BackwardActivationBias; do
   grep -q "\"fusion\": \"$fusion\"" "$dir/per_fusion.json" || { echo "per-fusion report lacks $fusion"; exit 1; }
 done
 grep -q '"fused_saved_bytes"' "$dir/per_fusion.json"
 grep -q "<svg" "$dir/mlp.svg"
+run --model mlp_block --tokens 64 --hidden 32 --iters 2 --dtype bfloat16 --json "$dir/bf16.json"
+grep -q '"dtype": "bfloat16"' "$dir/bf16.json"
 if "$bench" --model nope 2>/dev/null; then echo "accepted an unknown model"; exit 1; fi
 if "$bench" --frobnicate 2>/dev/null; then echo "accepted an unknown flag"; exit 1; fi
 echo PASS
