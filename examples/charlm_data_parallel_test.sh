@@ -25,13 +25,6 @@ common=(--data="$words" --steps=30 --batch=32 --hidden=32 --embed=8 --blocks=1 -
 grep -q "data parallel: 2 rank(s), 16 examples each per step" "$dir/two_out.txt"
 grep -q "resumed from .* at step 15" "$dir/resumed_out.txt"
 for run in two two_then_one one_then_two; do
-  # Same steps, losses within 1e-4 relative of the one-process run (float32 sums in another order).
-  if ! awk 'NR == FNR { ref[$1] = $2; next }
-            { n++; d = $2 - ref[$1]; if (d < 0) d = -d; if (!($1 in ref) || d > 1e-4 * ref[$1]) bad++ }
-            END { exit (n == 30 && bad == 0) ? 0 : 1 }' "$dir/one.txt" "$dir/$run.txt"; then
-    echo "FAIL: $run's losses differ from the one-process run's:"
-    paste "$dir/one.txt" "$dir/$run.txt"
-    exit 1
-  fi
+  bash "$(dirname "$0")/compare_losses.sh" "$dir/one.txt" "$dir/$run.txt" 30
 done
 echo "PASS: 2-rank, 2-then-1 and 1-then-2 rank runs follow the 1-rank losses over 30 steps"

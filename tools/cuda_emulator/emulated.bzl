@@ -25,3 +25,16 @@ def emulated_cuda_library(name, srcs, hdrs = [], deps = [], **kwargs):
         copts = ["-Itools/cuda_emulator/include"],
         **kwargs
     )
+
+def cc_binary_with_emulated_kernels(name, deps, **kwargs):
+    """`name` linked with the CUDA kernels (//kernels/cuda), and `name`_emulated with the emulator's.
+
+    The emulated one is testonly: its --device cuda runs without a GPU, slowly.
+    """
+    native.cc_binary(name = name, deps = deps + ["//kernels/cuda"], **kwargs)
+    native.cc_binary(
+        name = name + "_emulated",
+        testonly = True,
+        deps = deps + ["//kernels/cuda:kernels_emulated"],
+        **kwargs
+    )
