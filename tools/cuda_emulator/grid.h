@@ -1,13 +1,14 @@
 // How the emulator runs a kernel launch on the CPU.
 //
-// One launch runs at a time, and its blocks one after another on the calling thread, in a shuffled
-// order (CUDA promises none, and a block that writes into its neighbour's rows shows up so). Each CUDA thread of a
-// block is a fiber with its own stack; a fiber runs until it returns or waits at a barrier, so
-// __syncthreads() is a real barrier over the block and a warp shuffle a barrier over its warp. A
-// thread that has returned counts as arrived at every later barrier, as on the hardware. What
-// this checks: each thread's indexing and bounds, reductions, barriers and shuffles, and (under
-// AddressSanitizer) every access against the cudaMalloc'd buffers. What it cannot: speed, races
-// (fibers take turns, blocks never overlap), or anything of cuBLASLt and cuDNN.
+// One launch runs at a time, and its blocks one after another on the calling thread, in a
+// shuffled order: CUDA promises none, and so a block that writes into its neighbour's rows shows
+// up. Each CUDA thread of a block is a fiber (fiber.h) that runs until it returns or waits at a
+// barrier, so __syncthreads() is a real barrier over the block and a warp shuffle a barrier over
+// its warp. A thread that has returned counts as arrived at every later barrier, as on the
+// hardware. What this checks: each thread's indexing and bounds, reductions, barriers and
+// shuffles, and (under AddressSanitizer) every access against the cudaMalloc'd buffers. What it
+// cannot: speed, races (fibers take turns, blocks never overlap), or anything of cuBLASLt and
+// cuDNN.
 //
 // A misuse that would hang or corrupt memory on a GPU aborts with the kernel's name instead: a
 // barrier some threads never reach, a shuffle from a lane that has returned, a host pointer

@@ -18,7 +18,9 @@ namespace {
 constexpr std::align_val_t kAlignment{256};  // cudaMalloc's alignment
 
 std::mutex mutex;
-std::map<const char*, size_t> buffers;  // start -> bytes of each live cudaMalloc
+// start -> bytes of each live cudaMalloc. Never destroyed: static destructors that free device
+// memory at exit (a caching allocator's) may run after this file's.
+std::map<const char*, size_t>& buffers = *new std::map<const char*, size_t>;
 thread_local cudaError_t last_error = cudaSuccess;
 
 // Whether [ptr, ptr + bytes) lies inside one live buffer.

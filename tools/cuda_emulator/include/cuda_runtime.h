@@ -1,8 +1,8 @@
 // The part of CUDA that kernels/cuda's own kernels use, for running them on the CPU.
 //
 // The emulated build compiles each .cu file with the host compiler, this header in place of the
-// toolkit's, after rewrite_launches has turned `kernel<<<grid, block>>>(args)` into
-// `cuda_emulator::launch("kernel", kernel, grid, block)(args)`. See grid.h for how a launch runs.
+// toolkit's, after rewrite_launches has turned each `kernel<<<grid, block>>>(args)` into a call of
+// cuda_emulator::launch (see rewrite_launches.cc). See grid.h for how a launch runs.
 #pragma once
 
 #include <math.h>  // sqrt, exp, ... for float and double in the global namespace, as nvcc has them
