@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -70,7 +71,9 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
   text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
   const uint64_t length = text.size();
 
-  const std::string temporary = path + ".tmp" + std::to_string(::getpid());
+  // One fixed temporary name per target: a save killed mid-write leaves at most this one file,
+  // and the next save to the same target truncates and reuses it.
+  const std::string temporary = path + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   check(fd >= 0, "save_safetensors ", path, ": cannot create ", temporary, ": ", std::strerror(errno));
   try {
@@ -131,16 +134,21 @@ Safetensors parse_safetensors(const uint8_t* bytes, size_t size, const std::stri
     const Json& offsets = entry["data_offsets"];
     DType dtype;
     check(dtype_json.is_string() && dtype_from_name(dtype_json.get<std::string>(), dtype), what, "dtype ",
-          dtype_json.dump(), " is not one FuseLab reads (F32, F64, I64)");
+          dtype_json.dump(), " is not one FuseLab reads (F32, F64, I64, BF16)");
     check(shape_json.is_array(), what, "shape must be an array");
     Shape shape;
-    uint64_t count = 1;
     for (const Json& d : shape_json) {
       check(d.is_number_unsigned() && d.get<uint64_t>() < (uint64_t(1) << 40), what, "bad dimension ", d.dump());
-      const uint64_t dim = d.get<uint64_t>();
-      check(dim == 0 || count <= (uint64_t(1) << 62) / dim, what, "shape ", shape_json.dump(), " is too large");
-      count *= dim;
-      shape.push_back(int64_t(dim));
+      shape.push_back(d.get<int64_t>());
+    }
+    // Each product is checked before it is taken, so no shape can wrap around to a small byte
+    // count (a shape with a zero dimension needs no bytes).
+    const bool empty_tensor = std::find(shape.begin(), shape.end(), 0) != shape.end();
+    uint64_t bytes_needed = empty_tensor ? 0 : dtype_size(dtype);
+    for (const int64_t dim : shape) {
+      check(empty_tensor || bytes_needed <= UINT64_MAX / uint64_t(dim), what, "shape ", shape_json.dump(), " of ",
+            dtype_name(dtype), " is too large: its byte count overflows 64 bits");
+      if (!empty_tensor) bytes_needed *= uint64_t(dim);
     }
     check(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
               offsets[1].is_number_unsigned(),
@@ -148,8 +156,8 @@ Safetensors parse_safetensors(const uint8_t* bytes, size_t size, const std::stri
     const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
     check(begin <= end && end <= data_size, what, "data_offsets [", begin, ", ", end, "] are outside the ",
           data_size, "-byte data section");
-    check(end - begin == count * dtype_size(dtype), what, "data_offsets cover ", end - begin, " bytes, but shape ",
-          shape, " of ", dtype_name(dtype), " needs ", count * dtype_size(dtype));
+    check(end - begin == bytes_needed, what, "data_offsets cover ", end - begin, " bytes, but shape ", shape, " of ",
+          dtype_name(dtype), " needs ", bytes_needed);
     Tensor t = empty(shape, dtype);
     if (end > begin) std::memcpy(t.raw_data(), data + begin, end - begin);
     result.tensors[key] = t;
@@ -167,6 +175,9 @@ Safetensors parse_safetensors(const uint8_t* bytes, size_t size, const std::stri
 }
 
 Safetensors load_safetensors(const std::string& path) {
+  std::error_code error;
+  check(std::filesystem::is_regular_file(path, error), "safetensors file ", path, ": ",
+        std::filesystem::exists(path, error) ? "is not a regular file" : "does not exist");
   std::ifstream file(path, std::ios::binary | std::ios::ate);
   check(file.good(), "safetensors file ", path, ": cannot open it");
   const std::streamsize size = file.tellg();

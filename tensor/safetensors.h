@@ -6,8 +6,8 @@
 //             "__metadata__": {"key": "value"}}   (offsets relative to the data section)
 //   the data  raw little-endian tensors, covering the data section without gaps or overlap
 //
-// Writes are atomic (a temporary file, fsync, rename), so a process killed during a save leaves
-// the previous file intact. Loading validates everything and throws fuselab::Error naming the
+// Writes are atomic (the temporary file `<path>.tmp`, fsync, rename), so a process killed during
+// a save leaves the previous file intact, and the next save reuses that one temporary name. Loading validates everything and throws fuselab::Error naming the
 // file and the problem.
 #pragma once
 

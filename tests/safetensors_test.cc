@@ -8,10 +8,12 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "tensor/factories.h"
 #include "tensor/safetensors.h"
+#include "tests/expect_error.h"
 
 namespace fuselab {
 namespace {
@@ -84,6 +86,15 @@ TEST(Safetensors, AProcessKilledDuringASaveLeavesThePreviousFileIntact) {
   waitpid(child, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status)) << "the child was meant to die during the save";
   expect_same(sample(), load_safetensors(path).tensors);
+  // The killed save's temporary is the target's one fixed temporary, which the next save reuses.
+  EXPECT_TRUE(std::filesystem::exists(path + ".tmp"));
+  save_safetensors(path, sample());
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
+    files += entry.path().filename().string().rfind("atomic.safetensors", 0) == 0;
+  }
+  EXPECT_EQ(files, 1) << "a save left a stale temporary beside " << path;
 }
 
 // A valid file's bytes with a different header, for the malformed cases.
@@ -125,10 +136,19 @@ TEST(Safetensors, MalformedFilesAreExplained) {
   expect_rejected(with_header(R"({"__metadata__":{"k":1}})", 0), "not a string");
   expect_rejected(with_header(R"({"a":{"dtype":"F32","shape":[1099511627776,1099511627776],"data_offsets":[0,8]}})", 8),
                   "bad dimension");
+  // 2^62 elements of 4 bytes wrap a 64-bit byte count to 0, which would match empty offsets.
+  expect_rejected(with_header(R"({"x":{"dtype":"F32","shape":[2147483648,2147483648],"data_offsets":[0,0]}})", 0),
+                  "overflows 64 bits");
+  expect_rejected(with_header(R"({"x":{"dtype":"I64","shape":[549755813888,549755813888],"data_offsets":[0,8]}})", 8),
+                  "overflows 64 bits");
+  const auto empty = with_header(R"({"x":{"dtype":"F32","shape":[1099511627775,0],"data_offsets":[0,0]}})", 0);
+  EXPECT_EQ(parse_safetensors(empty.data(), empty.size(), "empty").tensors.at("x").numel(), 0);
 }
 
 TEST(Safetensors, MissingFileAndBadNamesAreErrors) {
-  EXPECT_THROW(load_safetensors(temp_path("does_not_exist.safetensors")), Error);
+  testing::expect_error([] { load_safetensors(temp_path("does_not_exist.safetensors")); },
+                        {"does_not_exist.safetensors", "does not exist"});
+  testing::expect_error([] { load_safetensors(temp_path("")); }, {"is not a regular file"});
   EXPECT_THROW(save_safetensors(temp_path("x.safetensors"), {{"__metadata__", zeros({1})}}), Error);
   EXPECT_THROW(save_safetensors("/nonexistent-dir/x.safetensors", sample()), Error);
 }
