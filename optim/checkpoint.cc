@@ -1,14 +1,35 @@
 #include "optim/checkpoint.h"
 
-#include <cstdlib>
+#include "tensor/finite.h"
+#include "tensor/parse_number.h"
 
 namespace fuselab {
 
 namespace {
 const std::string kOptimizerPrefix = "optimizer.";
+
+// The step in the metadata, which must be a non-negative integer and agree with the optimizer's
+// own count (a flipped digit in either would silently skip or replay steps).
+int64_t checked_step(const std::string& path, const Metadata& metadata, const NamedTensors& optimizer_state) {
+  auto text = metadata.find("step");
+  check(text != metadata.end(), "checkpoint ", path, ": no step in its metadata");
+  const auto step = parse_int64(text->second);
+  check(step && *step >= 0, "checkpoint ", path, ": metadata step '", text->second,
+        "' is not a non-negative integer");
+  auto counted = optimizer_state.find("step");
+  if (counted != optimizer_state.end() && counted->second.dtype() == DType::Int64 && counted->second.numel() == 1) {
+    const auto optimizer_steps = counted->second.to_vector<int64_t>()[0];
+    check(optimizer_steps == *step, "checkpoint ", path, ": metadata step ", *step,
+          " disagrees with the optimizer's step count ", optimizer_steps);
+  }
+  return *step;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const NamedTensors& params, const Optimizer& optimizer, int64_t step) {
+  check(step == optimizer.steps(), "save_checkpoint ", path, ": step ", step, " disagrees with the optimizer's ",
+        optimizer.steps(), " steps; a checkpoint with both could not be resumed");
   NamedTensors tensors = params;
   for (const auto& [name, value] : optimizer.state()) tensors[kOptimizerPrefix + name] = value;
   save_safetensors(path, tensors, {{"step", std::to_string(step)}, {"format", "fuselab checkpoint"}});
@@ -16,8 +37,6 @@ void save_checkpoint(const std::string& path, const NamedTensors& params, const 
 
 int64_t load_checkpoint(const std::string& path, const NamedTensors& params, Optimizer& optimizer) {
   Safetensors file = load_safetensors(path);
-  auto step = file.metadata.find("step");
-  check(step != file.metadata.end(), "checkpoint ", path, ": no step in its metadata");
   NamedTensors optimizer_state;
   for (const auto& [name, value] : file.tensors) {
     if (name.rfind(kOptimizerPrefix, 0) == 0) {
@@ -25,7 +44,11 @@ int64_t load_checkpoint(const std::string& path, const NamedTensors& params, Opt
     } else {
       check(params.count(name), "checkpoint ", path, ": tensor '", name, "' is not a parameter of the model");
     }
+    const int64_t non_finite = count_non_finite(value);
+    check(non_finite == 0, "checkpoint ", path, ": tensor '", name, "' holds ", non_finite,
+          " NaN or infinite value(s)");
   }
+  const int64_t step = checked_step(path, file.metadata, optimizer_state);
   for (const auto& [name, param] : params) {
     auto it = file.tensors.find(name);
     check(it != file.tensors.end(), "checkpoint ", path, ": parameter '", name, "' is missing");
@@ -35,7 +58,7 @@ int64_t load_checkpoint(const std::string& path, const NamedTensors& params, Opt
   }
   optimizer.load_state(optimizer_state);  // validates before anything is copied below
   for (const auto& [name, param] : params) Tensor(param).copy_(file.tensors.at(name));
-  return std::strtoll(step->second.c_str(), nullptr, 10);
+  return step;
 }
 
 }  // namespace fuselab

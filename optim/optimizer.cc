@@ -74,6 +74,8 @@ void Optimizer::load_state(const NamedTensors& state) {
   auto step = state.find("step");
   check(step != state.end() && step->second.dtype() == DType::Int64 && step->second.numel() == 1,
         "optimizer state: missing int64 entry 'step'");
+  const int64_t steps = step->second.to_vector<int64_t>()[0];
+  check(steps >= 0, "optimizer state: step ", steps, " is negative");
   const auto names = buffer_names();
   std::vector<std::vector<Tensor>> loaded(names.size(), std::vector<Tensor>(params_.size()));
   for (size_t n = 0; n < names.size(); ++n) {
@@ -95,7 +97,7 @@ void Optimizer::load_state(const NamedTensors& state) {
   }
   buffers_ = std::move(loaded);
   masters_ = std::move(masters);
-  steps_ = int64_t(step->second.item());
+  steps_ = steps;
 }
 
 }  // namespace fuselab

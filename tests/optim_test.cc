@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "optim/adamw.h"
 #include "optim/checkpoint.h"
@@ -9,6 +10,7 @@
 #include "optim/schedule.h"
 #include "optim/sgd.h"
 #include "tensor/factories.h"
+#include "tests/expect_error.h"
 
 namespace fuselab {
 namespace {
@@ -152,12 +154,12 @@ TEST(Checkpoint, SavesAndRestoresParametersOptimizerAndStep) {
   AdamW opt({w}, {});
   w.set_grad(from_vector<double>({0.5, -0.5}, {2}));
   opt.step();
-  save_checkpoint(path, {{"w", w}}, opt, 42);
+  save_checkpoint(path, {{"w", w}}, opt, 1);
 
   Tensor w2 = zeros({2}, DType::Float64);
   w2.set_requires_grad(true);
   AdamW opt2({w2}, {});
-  EXPECT_EQ(load_checkpoint(path, {{"w", w2}}, opt2), 42);
+  EXPECT_EQ(load_checkpoint(path, {{"w", w2}}, opt2), 1);
   EXPECT_EQ(w2.to_vector<double>(), w.to_vector<double>());
   EXPECT_EQ(opt2.steps(), 1);
   Tensor wrong = zeros({3}, DType::Float64);
@@ -165,6 +167,56 @@ TEST(Checkpoint, SavesAndRestoresParametersOptimizerAndStep) {
   AdamW opt3({wrong}, {});
   EXPECT_THROW(load_checkpoint(path, {{"w", wrong}}, opt3), Error);
   EXPECT_THROW(load_checkpoint(path, {{"v", w2}}, opt2), Error);
+  testing::expect_error([&] { save_checkpoint(path, {{"w", w}}, opt, 42); }, {"step 42", "optimizer's 1 steps"});
+}
+
+// A checkpoint of one trained parameter, rewritten with `edit` applied to its tensors and metadata.
+std::string edited_checkpoint(const std::string& name, const std::function<void(Safetensors&)>& edit) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
+  Tensor w = from_vector<double>({1, 2}, {2});
+  w.set_requires_grad(true);
+  AdamW opt({w}, {});
+  for (int i = 0; i < 12; ++i) {
+    w.set_grad(from_vector<double>({0.5, -0.5}, {2}));
+    opt.step();
+  }
+  save_checkpoint(path, {{"w", w}}, opt, 12);
+  Safetensors file = load_safetensors(path);
+  edit(file);
+  save_safetensors(path, file.tensors, file.metadata);
+  return path;
+}
+
+TEST(Checkpoint, BadStepsAndNonFiniteValuesAreRefusedBeforeAnythingChanges) {
+  struct Case {
+    std::string name;
+    std::function<void(Safetensors&)> edit;
+    std::vector<std::string> says;
+  };
+  const std::vector<Case> cases = {
+      {"step_abc", [](Safetensors& f) { f.metadata["step"] = "abc"; }, {"step_abc", "step 'abc'"}},
+      {"step_huge", [](Safetensors& f) { f.metadata["step"] = "99999999999999"; },
+       {"step 99999999999999", "step count 12"}},
+      {"step_flipped_digit", [](Safetensors& f) { f.metadata["step"] = "13"; }, {"step 13", "step count 12"}},
+      {"step_negative", [](Safetensors& f) { f.metadata["step"] = "-1"; }, {"step '-1'"}},
+      {"step_trailing", [](Safetensors& f) { f.metadata["step"] = "12x"; }, {"step '12x'"}},
+      {"step_missing", [](Safetensors& f) { f.metadata.erase("step"); }, {"no step"}},
+      {"nan_weight", [](Safetensors& f) { f.tensors["w"] = from_vector<double>({NAN, 1}, {2}); },
+       {"tensor 'w'", "1 NaN or infinite"}},
+      {"inf_moment",
+       [](Safetensors& f) { f.tensors["optimizer.exp_avg.0"] = from_vector<double>({INFINITY, -INFINITY}, {2}); },
+       {"optimizer.exp_avg.0", "2 NaN or infinite"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string path = edited_checkpoint(c.name, c.edit);
+    Tensor w = from_vector<double>({7, 7}, {2});
+    w.set_requires_grad(true);
+    AdamW opt({w}, {});
+    testing::expect_error([&] { load_checkpoint(path, {{"w", w}}, opt); }, c.says);
+    EXPECT_EQ(w.to_vector<double>(), (std::vector<double>{7, 7}));
+    EXPECT_EQ(opt.steps(), 0);
+  }
 }
 
 }  // namespace
