@@ -1,16 +1,21 @@
 #include "data/csv.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "tensor/factories.h"
+#include "tensor/parse_number.h"
 
 namespace fuselab {
 namespace {
+
+// Labels are class ids; a bound keeps a typo such as 1e30 from wrapping an int64 or sizing a
+// classifier with billions of outputs.
+constexpr int64_t kLabelLimit = 1 << 20;
 
 std::vector<std::string> split(const std::string& line) {
   std::vector<std::string> fields;
@@ -21,13 +26,13 @@ std::vector<std::string> split(const std::string& line) {
   return fields;
 }
 
+// A field as a double, ignoring the blanks around it.
 bool parse_number(const std::string& text, double& value) {
-  const char* begin = text.c_str();
-  char* end = nullptr;
-  errno = 0;
-  value = std::strtod(begin, &end);
-  while (end && (*end == ' ' || *end == '\r' || *end == '\t')) ++end;
-  return end != begin && *end == '\0' && errno == 0 && std::isfinite(value);
+  const size_t begin = text.find_first_not_of(" \t\r"), end = text.find_last_not_of(" \t\r");
+  if (begin == std::string::npos) return false;
+  const std::optional<double> number = parse_double(std::string_view(text).substr(begin, end - begin + 1));
+  if (number) value = *number;
+  return number.has_value();
 }
 
 }  // namespace
@@ -58,10 +63,13 @@ LabeledData read_csv(const std::string& path, int label_column) {
     const size_t label_index = label_column < 0 ? columns + label_column : size_t(label_column);
     for (size_t i = 0; i < columns; ++i) {
       if (i != label_index) {
+        check(std::fabs(values[i]) <= std::numeric_limits<float>::max(), "read_csv ", path, " line ", line_number,
+              ": value ", fields[i], " does not fit in float32");
         features.push_back(float(values[i]));
       } else {
-        check(values[i] == std::floor(values[i]) && values[i] >= 0, "read_csv ", path, " line ", line_number,
-              ": label ", fields[i], " is not a non-negative integer");
+        check(values[i] == std::floor(values[i]) && values[i] >= 0 && values[i] < double(kLabelLimit), "read_csv ", path,
+              " line ", line_number, ": label ", fields[i], " is not a class id (an integer in [0, ", kLabelLimit,
+              "))");
         labels.push_back(int64_t(values[i]));
       }
     }

@@ -6,7 +6,10 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <thread>
+
+#include "tensor/parse_number.h"
 
 namespace fuselab {
 namespace {
@@ -79,7 +82,10 @@ int env_int(const char* name, int fallback) {
 
 double MpiCommunicator::default_timeout_s() {
   const char* value = std::getenv("FUSELAB_DIST_TIMEOUT_S");
-  return value ? std::atof(value) : 300.0;
+  if (!value) return 300.0;
+  const std::optional<double> seconds = parse_double(value);
+  check(seconds && *seconds > 0, "FUSELAB_DIST_TIMEOUT_S='", value, "' is not a positive number of seconds");
+  return *seconds;
 }
 
 MpiCommunicator::MpiCommunicator(int* argc, char*** argv, double timeout_s) : timeout_s_(timeout_s) {

@@ -5,7 +5,11 @@
 //
 //   bazel run -c opt //examples:charlm -- [--steps=N] [--seed=S] [--data=FILE] [--no-fusion]
 //       [--checkpoint=DIR [--resume] [--checkpoint-every=N]] [--json=FILE] [--loss-log=FILE]
-//       [--stop-after=N] (stop early, as if interrupted; --resume continues)
+//       [--stop-after=N] (stop early, as if interrupted; --resume continues) [--detect-anomaly]
+//
+// With --checkpoint the state is saved every --checkpoint-every steps and at the end of the run;
+// --resume continues from that checkpoint, which must exist. A non-finite loss or grad norm stops
+// the run naming the step; --detect-anomaly also checks every grad, naming the parameter.
 //
 // Data-parallel over MPI ranks, the global batch split between them (rank 0 alone prints,
 // logs and writes checkpoints, which load into a run with any number of ranks):
@@ -21,7 +25,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,6 +34,7 @@
 #include "distributed/data_parallel.h"
 #include "distributed/mpi_communicator.h"
 #include "examples/flags.h"
+#include "examples/output_file.h"
 #include "fuser/sequential.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/cuda/device_api.h"
@@ -42,6 +46,7 @@
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
 #include "optim/adamw.h"
+#include "optim/anomaly.h"
 #include "optim/checkpoint.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
@@ -58,7 +63,7 @@ struct Config {
   int64_t steps, stop_after, batch, context, embed, hidden, blocks, checkpoint_every;
   double lr;
   uint64_t seed;
-  bool fusion, resume, data_parallel;
+  bool fusion, resume, data_parallel, detect_anomaly;
   std::string data, checkpoint, json, loss_log, device;
 };
 
@@ -220,13 +225,23 @@ int run(const Config& c, Communicator& comm) {
 
   const std::string checkpoint_file = c.checkpoint.empty() ? "" : c.checkpoint + "/charlm.safetensors";
   int64_t start = 0;
-  if (c.resume && !checkpoint_file.empty() && std::filesystem::exists(checkpoint_file)) {
+  if (c.resume) {
+    check(std::filesystem::exists(checkpoint_file), "charlm: --resume, but there is no checkpoint ", checkpoint_file);
     start = load_checkpoint(checkpoint_file, model.named_parameters(), optimizer);
+    check(start <= c.steps, "charlm: checkpoint ", checkpoint_file, " is at step ", start, ", past --steps=", c.steps);
     for (int64_t s = 0; s < start; ++s) loader.next();  // the loader is deterministic: replay its batches
     if (leader) std::printf("resumed from %s at step %lld\n", checkpoint_file.c_str(), (long long)start);
   }
-  std::ofstream loss_log;
-  if (leader && !c.loss_log.empty()) loss_log.open(c.loss_log, std::ios::app);
+  auto save = [&](int64_t step) {
+    if (leader && !checkpoint_file.empty()) save_checkpoint(checkpoint_file, model.named_parameters(), optimizer, step);
+  };
+  // Opened before training, so an unwritable path fails now rather than after the run.
+  examples::OutputFile loss_log, json;
+  if (leader) {
+    if (!c.checkpoint.empty()) std::filesystem::create_directories(c.checkpoint);
+    loss_log = examples::OutputFile("loss-log", c.loss_log, std::ios::app);
+    json = examples::OutputFile("json", c.json);
+  }
 
   const auto begin = std::chrono::steady_clock::now();
   double tokens_per_s = 0, last_loss = 0;
@@ -238,14 +253,15 @@ int run(const Config& c, Communicator& comm) {
     const Tensor loss =
         cross_entropy(model(take_rows(train.contexts, rows).to(device)), take_rows(train.targets, rows).to(device));
     parallel.backward(loss);  // grads averaged over the ranks
-    clip_grad_norm(model.parameters(), 1.0);
+    if (c.detect_anomaly) check_finite_grads("charlm", model.named_parameters(), step + 1);
+    const double grad_norm = clip_grad_norm(model.parameters(), 1.0);
+    check(std::isfinite(grad_norm), "charlm: the grad norm is ", grad_norm, " at step ", step + 1,
+          "; stopping (--detect-anomaly names the parameter)");
     optimizer.step();
     last_loss = comm.mean(loss.item());  // the whole batch's loss
-    if (loss_log.is_open()) loss_log << step + 1 << ' ' << last_loss << '\n';
-    if (leader && !checkpoint_file.empty() && (step + 1) % c.checkpoint_every == 0) {
-      std::filesystem::create_directories(c.checkpoint);
-      save_checkpoint(checkpoint_file, model.named_parameters(), optimizer, step + 1);
-    }
+    check_finite_loss("charlm", last_loss, step + 1);
+    loss_log.write(step + 1, ' ', last_loss, '\n');
+    if ((step + 1) % c.checkpoint_every == 0 || step + 1 == stop) save(step + 1);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     tokens_per_s = double((step + 1 - start) * c.batch) / seconds;
     if (leader && ((step + 1) % 50 == 0 || step + 1 == c.steps)) {
@@ -270,12 +286,9 @@ int run(const Config& c, Communicator& comm) {
   Generator sampler(c.seed + 2);
   for (int i = 0; i < 10; ++i) std::printf(" %s", sample_word(model, c.context, sampler, device).c_str());
   std::printf("\n");
-  if (!c.json.empty()) {
-    std::ofstream json(c.json);
-    json << "{\"val_loss\": " << val_loss << ", \"unigram_loss\": " << baseline << ", \"steps\": " << c.steps
-         << ", \"tokens_per_s\": " << tokens_per_s << ", \"steps_per_s\": " << double(c.steps - start) / seconds
-         << ", \"ranks\": " << comm.size() << ", \"fused\": " << (c.fusion ? "true" : "false") << "}\n";
-  }
+  json.write("{\"val_loss\": ", val_loss, ", \"unigram_loss\": ", baseline, ", \"steps\": ", c.steps,
+             ", \"tokens_per_s\": ", tokens_per_s, ", \"steps_per_s\": ", double(c.steps - start) / seconds,
+             ", \"ranks\": ", comm.size(), ", \"fused\": ", c.fusion ? "true" : "false", "}\n");
   return 0;
 }
 
@@ -285,26 +298,29 @@ int main(int argc, char** argv) {
   try {
     examples::Flags flags(argc, argv);
     Config c;
-    c.steps = flags.get_int("steps", 10000);
-    c.stop_after = flags.get_int("stop-after", c.steps);  // simulates an interrupted run
-    c.batch = flags.get_int("batch", 256);
-    c.context = flags.get_int("context", 8);
-    c.embed = flags.get_int("embed", 24);
-    c.hidden = flags.get_int("hidden", 256);
-    c.blocks = flags.get_int("blocks", 2);
-    c.lr = flags.get_double("lr", 3e-3);
-    c.seed = uint64_t(flags.get_int("seed", 0));
+    // Ranges that keep every size meaningful and the data within memory (words are short, so a
+    // context past 32 characters is padding).
+    c.steps = flags.get_int("steps", 10000, {1, 1'000'000'000});
+    c.stop_after = flags.get_int("stop-after", c.steps, {1, c.steps});  // simulates an interrupted run
+    c.batch = flags.get_int("batch", 256, {1, 1 << 16});
+    c.context = flags.get_int("context", 8, {1, 32});
+    c.embed = flags.get_int("embed", 24, {1, 1024});
+    c.hidden = flags.get_int("hidden", 256, {1, 8192});
+    c.blocks = flags.get_int("blocks", 2, {0, 32});
+    c.lr = flags.get_double("lr", 3e-3, {1e-9, 10});
+    c.seed = uint64_t(flags.get_int("seed", 0, {0, INT64_MAX}));
     c.fusion = !flags.get_bool("no-fusion");
     c.data = flags.get("data", "/usr/share/dict/words");
     c.checkpoint = flags.get("checkpoint", "");
-    c.checkpoint_every = flags.get_int("checkpoint-every", 500);
+    c.checkpoint_every = flags.get_int("checkpoint-every", 500, {1, 1'000'000'000});
     c.resume = flags.get_bool("resume");
     c.json = flags.get("json", "");
     c.loss_log = flags.get("loss-log", "");
     c.device = flags.get("device", "cpu");
     c.data_parallel = flags.get_bool("data-parallel");
+    c.detect_anomaly = flags.get_bool("detect-anomaly");
     flags.check_all_known();
-    check(c.steps > 0 && c.batch > 0 && c.context > 0 && c.checkpoint_every > 0, "charlm: sizes must be positive");
+    check(!c.resume || !c.checkpoint.empty(), "charlm: --resume needs --checkpoint=DIR to resume from");
     if (!c.data_parallel) {
       SingleProcess single;
       return run(c, single);

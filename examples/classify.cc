@@ -4,9 +4,9 @@
 //
 //   bazel run -c opt //examples:classify -- [--data=FILE.csv] [--label-column=-1] [--steps=N]
 //       [--hidden=H] [--seed=S] [--no-fusion]
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <algorithm>
 
 #include "autograd/functional.h"
 #include "data/batch_loader.h"
@@ -16,6 +16,7 @@
 #include "ops/basic/activation.h"
 #include "ops/basic/linear.h"
 #include "optim/adamw.h"
+#include "optim/anomaly.h"
 #include "tensor/factories.h"
 
 using namespace fuselab;
@@ -58,9 +59,10 @@ int main(int argc, char** argv) {
   try {
     examples::Flags flags(argc, argv);
     const std::string path = flags.get("data", "examples/data/blobs.csv");
-    const int label_column = int(flags.get_int("label-column", -1));
-    const int64_t steps = flags.get_int("steps", 600), hidden = flags.get_int("hidden", 64);
-    const uint64_t seed = uint64_t(flags.get_int("seed", 0));
+    const int label_column = int(flags.get_int("label-column", -1, {-(1 << 20), 1 << 20}));
+    const int64_t steps = flags.get_int("steps", 600, {1, 1'000'000'000});
+    const int64_t hidden = flags.get_int("hidden", 64, {1, 8192});
+    const uint64_t seed = uint64_t(flags.get_int("seed", 0, {0, INT64_MAX}));
     const bool fusion = !flags.get_bool("no-fusion");
     flags.check_all_known();
 
@@ -68,6 +70,8 @@ int main(int argc, char** argv) {
     const int64_t n = data.labels.size(0), features = data.features.size(1);
     const auto labels = data.labels.to_vector<int64_t>();
     const int64_t classes = *std::max_element(labels.begin(), labels.end()) + 1;
+    check(classes <= n, "classify: ", path, ": the largest label is ", classes - 1, ", which means ", classes,
+          " classes for only ", n, " rows; labels must be class ids 0..K-1");
     const std::vector<int64_t> order = BatchLoader(n, n, seed).next();  // one seeded shuffle of all rows
     Generator gen(seed);
     const int64_t train_rows = n * 4 / 5;
@@ -93,6 +97,7 @@ int main(int argc, char** argv) {
       const auto rows = loader.next();
       optimizer.zero_grad();
       const Tensor loss = cross_entropy(model(take_rows(train_x, rows)), take_rows(train_y, rows));
+      check_finite_loss("classify", loss.item(), step);
       backward(loss);
       optimizer.step();
       if (step % 100 == 0 || step == steps) std::printf("step %4lld  batch loss %.4f\n", (long long)step, loss.item());

@@ -1,16 +1,25 @@
 // A minimal command-line flag reader for the examples: --name=value, --name value, or --name
-// for booleans. Unknown flags are an error listing the known ones.
+// for booleans. Unknown flags are an error listing the known ones. Numbers are read strictly
+// (the whole value, in the flag's range), and every error names the flag and the value.
 #pragma once
 
-#include <cstdlib>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 
 #include "tensor/error.h"
+#include "tensor/parse_number.h"
 
 namespace fuselab::examples {
+
+// The values a numeric flag accepts, both ends included.
+template <class T>
+struct Range {
+  T min = std::numeric_limits<T>::lowest(), max = std::numeric_limits<T>::max();
+};
 
 class Flags {
  public:
@@ -31,17 +40,18 @@ class Flags {
   }
 
   std::string get(const std::string& name, const std::string& fallback) { return lookup(name).value_or(fallback); }
-  long long get_int(const std::string& name, long long fallback) {
-    auto v = lookup(name);
-    return v ? std::stoll(*v) : fallback;
+  int64_t get_int(const std::string& name, int64_t fallback, Range<int64_t> range = {}) {
+    return get_number(name, fallback, range, parse_int64, "an integer");
   }
-  double get_double(const std::string& name, double fallback) {
-    auto v = lookup(name);
-    return v ? std::stod(*v) : fallback;
+  double get_double(const std::string& name, double fallback, Range<double> range = {}) {
+    return get_number(name, fallback, range, parse_double, "a finite number");
   }
   bool get_bool(const std::string& name) {
-    auto v = lookup(name);
-    return v && *v != "false" && *v != "0";
+    const auto v = lookup(name);
+    if (!v) return false;
+    check(*v == "true" || *v == "false" || *v == "1" || *v == "0", "--", name, ": '", *v,
+          "' is not true, false, 1 or 0");
+    return *v == "true" || *v == "1";
   }
 
   // Throws if a flag was given that no get*() asked for.
@@ -57,6 +67,18 @@ class Flags {
     auto it = values_.find(name);
     return it == values_.end() ? std::nullopt : std::optional<std::string>(it->second);
   }
+
+  template <class T, class Parse>
+  T get_number(const std::string& name, T fallback, Range<T> range, Parse parse, const char* kind) {
+    const auto text = lookup(name);
+    if (!text) return fallback;
+    const std::optional<T> value = parse(*text);
+    check(value.has_value(), "--", name, ": '", *text, "' is not ", kind);
+    check(*value >= range.min && *value <= range.max, "--", name, ": ", *text, " is outside [", range.min, ", ",
+          range.max, "]");
+    return *value;
+  }
+
   std::map<std::string, std::string> values_;
   std::set<std::string> asked_;
 };

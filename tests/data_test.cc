@@ -88,7 +88,7 @@ TEST(Csv, ReadsFeaturesAndLabelsWithAnOptionalHeader) {
 TEST(Csv, MalformedFilesNameTheFileAndLine) {
   expect_error([] { read_csv(write_file("c.csv", "1,2,0\n1,x,1\n")); }, {"c.csv", "line 2", "not a number"});
   expect_error([] { read_csv(write_file("d.csv", "1,2,0\n1,1\n")); }, {"d.csv", "line 2", "2 fields, expected 3"});
-  expect_error([] { read_csv(write_file("e.csv", "1,2,0.5\n")); }, {"e.csv", "line 1", "not a non-negative integer"});
+  expect_error([] { read_csv(write_file("e.csv", "1,2,0.5\n")); }, {"e.csv", "line 1", "label 0.5 is not a class id (an integer in [0, 1048576))"});
   expect_error([] { read_csv(write_file("f.csv", "a,b\n")); }, {"f.csv", "no data rows"});
   expect_error([] { read_csv(write_file("g.csv", "1,2\n"), 5); }, {"g.csv", "label column 5"});
   expect_error([] { read_csv("/nonexistent.csv"); }, {"/nonexistent.csv", "cannot open"});

@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "optim/adamw.h"
+#include "optim/anomaly.h"
 #include "optim/checkpoint.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
@@ -217,6 +218,20 @@ TEST(Checkpoint, BadStepsAndNonFiniteValuesAreRefusedBeforeAnythingChanges) {
     EXPECT_EQ(w.to_vector<double>(), (std::vector<double>{7, 7}));
     EXPECT_EQ(opt.steps(), 0);
   }
+}
+
+TEST(Anomaly, ANonFiniteLossOrGradStopsTrainingNamingTheStepAndParameter) {
+  EXPECT_NO_THROW(check_finite_loss("train", 2.5, 3));
+  testing::expect_error([] { check_finite_loss("train", NAN, 7); }, {"train", "loss is nan", "step 7"});
+  testing::expect_error([] { check_finite_loss("train", INFINITY, 8); }, {"loss is inf", "step 8"});
+  Tensor good = param(1), bad = from_vector<float>({1, 2, 3}, {3});
+  bad.set_requires_grad(true);
+  good.set_grad(full({1}, 0.5, DType::Float64));
+  const NamedTensors params{{"layer.bias", bad}, {"layer.weight", good}};
+  EXPECT_NO_THROW(check_finite_grads("train", params, 4));  // bias has no grad yet
+  bad.set_grad(from_vector<float>({0, INFINITY, NAN}, {3}));
+  testing::expect_error([&] { check_finite_grads("train", params, 5); },
+                        {"grad of layer.bias [3]", "2 NaN or infinite", "step 5"});
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
 // Tensor, factories, views, copies, the seeded generator and the caching allocator.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
 
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
+#include "tensor/finite.h"
+#include "tensor/parse_number.h"
 
 namespace fuselab {
 namespace {
@@ -68,6 +71,25 @@ TEST(Tensor, PrintsShapeDtypeDeviceAndValues) {
   EXPECT_NE(s.find("cpu"), std::string::npos) << s;
   EXPECT_NE(s.find("0, 1, 2"), std::string::npos) << s;
   EXPECT_NE(s.find("..."), std::string::npos) << s;
+}
+
+TEST(Tensor, CountsNonFiniteValuesOfEveryDtype) {
+  EXPECT_EQ(count_non_finite(from_vector<double>({1, NAN, -INFINITY, 0}, {4})), 2);
+  EXPECT_EQ(count_non_finite(from_vector<float>({1, 2}, {2})), 0);
+  EXPECT_EQ(count_non_finite(from_vector<float>({INFINITY, 2}, {2}).to(DType::BFloat16)), 1);
+  EXPECT_EQ(count_non_finite(from_vector<int64_t>({-1, 5}, {2})), 0);
+}
+
+TEST(ParseNumber, TakesOnlyWholeNumbersThatFit) {
+  EXPECT_EQ(parse_int64("20"), 20);
+  EXPECT_EQ(parse_int64("-3"), -3);
+  EXPECT_EQ(parse_int64("9223372036854775807"), INT64_MAX);
+  for (const char* bad : {"", "20x", "1e3", " 5", "abc", "9223372036854775808", "2.0"}) {
+    EXPECT_FALSE(parse_int64(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(parse_double("1e3"), 1000.0);
+  EXPECT_EQ(parse_double("-0.25"), -0.25);
+  for (const char* bad : {"", "1e400", "nan", "inf", "0.5s", "abc"}) EXPECT_FALSE(parse_double(bad).has_value()) << bad;
 }
 
 TEST(Generator, SameSeedSameNumbersOnAnyThread) {
