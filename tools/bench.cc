@@ -25,8 +25,10 @@
 //   norm_block  h = x + r, out = RMSNorm(h), h returned as an extra output
 //   rmsnorm     RMSNorm alone, for bandwidth (see above)
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -225,6 +227,12 @@ void print_bandwidth(const Bandwidth& r) {
               100 * bwd / copy, r.copy.median, copy);
 }
 
+// Output goes through the stream's buffer; a full disk shows only when it is flushed.
+void check_written(std::ofstream& out, const std::string& path) {
+  out.flush();
+  check(out.good(), "bench: writing ", path, " failed: ", std::strerror(errno));
+}
+
 void write_bandwidth_json(const std::string& path, const Bandwidth& r, const std::string& device) {
   std::ofstream out(path);
   check(out.good(), "bench: cannot write ", path);
@@ -235,6 +243,7 @@ void write_bandwidth_json(const std::string& path, const Bandwidth& r, const std
       << ", \"forward_gbps\": " << r.gbps(r.forward, 2) << ", \"backward_gbps\": " << r.gbps(r.backward, 3)
       << ", \"copy_gbps\": " << copy << ", \"forward_fraction_of_copy\": " << r.gbps(r.forward, 2) / copy
       << ", \"backward_fraction_of_copy\": " << r.gbps(r.backward, 3) / copy << "}\n]\n";
+  check_written(out, path);
 }
 
 struct FusionReport {
@@ -292,6 +301,7 @@ void write_fusion_json(const std::string& path, const std::string& model, int64_
         << ", \"kernel_launches\": null}" << (i + 1 < reports.size() ? ",\n" : "\n");
   }
   out << "]\n";
+  check_written(out, path);
 }
 
 // mlp_block's GEMM work per forward + backward (six GEMMs of 2 N H 4H flops) over a time, in TFLOP/s.
@@ -349,6 +359,7 @@ void write_json(const std::string& path, const std::vector<Result>& results) {
         << (i + 1 < results.size() ? ",\n" : "\n");
   }
   out << "]\n";
+  check_written(out, path);
 }
 
 std::string speedup_label(double s) {
@@ -387,6 +398,7 @@ void write_svg(const std::string& path, const std::vector<Bar>& bars) {
         << "<text x='" << x << "' y='" << y_of(0) + 30 << "'>" << bars[i].sublabel << "</text>\n";
   }
   out << "</svg>\n";
+  check_written(out, path);
 }
 
 }  // namespace
@@ -395,8 +407,8 @@ int main(int argc, char** argv) {
   try {
     examples::Flags flags(argc, argv);
     const std::string model = flags.get("model", "mlp_block");
-    const int64_t tokens = flags.get_int("tokens", 4096), hidden = flags.get_int("hidden", 256);
-    const int iters = int(flags.get_int("iters", 20));
+    const int64_t tokens = flags.get_int("tokens", 4096, {1, 1 << 20}), hidden = flags.get_int("hidden", 256, {1, 1 << 16});
+    const int iters = int(flags.get_int("iters", 20, {1, 1'000'000}));
     const std::string device_text = flags.get("device", "cpu"), dtype_text = flags.get("dtype", "float32");
     const bool sweep = flags.get_bool("sweep"), per_fusion = flags.get_bool("per-fusion");
     const std::string json = flags.get("json", ""), plot = flags.get("plot", "");
@@ -406,7 +418,6 @@ int main(int argc, char** argv) {
     const Device device = device_text == "cpu" ? Device::cpu() : Device::cuda(0);
     check(dtype_text == "float32" || dtype_text == "float64" || dtype_text == "bfloat16",
           "bench: --dtype float32, float64 or bfloat16, got ", dtype_text);
-    check(tokens > 0 && hidden > 0 && iters > 0, "bench: sizes and iters must be positive");
     const DType dtype = dtype_text == "float32"   ? DType::Float32
                         : dtype_text == "float64" ? DType::Float64
                                                   : DType::BFloat16;
