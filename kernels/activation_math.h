@@ -1,5 +1,6 @@
 // The pointwise activations and their derivatives, written once and used by every kernel.
 //
+//   none(x) = x                              none'(x) = 1   (a fused op with no activation)
 //   relu(x) = max(x, 0)                      relu'(x) = [x > 0]
 //   gelu(x) = x/2 * (1 + tanh(u)),  u = sqrt(2/pi) * (x + 0.044715 x^3)
 //   gelu'(x) = (1 + tanh u)/2 + x/2 * (1 - tanh^2 u) * sqrt(2/pi) * (1 + 3 * 0.044715 x^2)
@@ -47,7 +48,12 @@ FUSELAB_HOST_DEVICE inline float tanh_approx(float u) {
 }
 FUSELAB_HOST_DEVICE inline double tanh_approx(double u) { return tanh(u); }
 
-enum class Activation { ReLU, GELU, SiLU };
+enum class Activation { None, ReLU, GELU, SiLU };
+
+struct IdentityMath {
+  template <class T> FUSELAB_HOST_DEVICE static T forward(T x) { return x; }
+  template <class T> FUSELAB_HOST_DEVICE static T grad(T) { return T(1); }
+};
 
 struct ReLUMath {
   template <class T> FUSELAB_HOST_DEVICE static T forward(T x) { return x > T(0) ? x : T(0); }
@@ -77,10 +83,11 @@ struct SiLUMath {
   }
 };
 
-// Calls f(ReLUMath{}), f(GELUMath{}) or f(SiLUMath{}).
+// Calls f(IdentityMath{}), f(ReLUMath{}), f(GELUMath{}) or f(SiLUMath{}).
 template <class F>
 void with_activation(Activation act, F&& f) {
   switch (act) {
+    case Activation::None: return f(IdentityMath{});
     case Activation::ReLU: return f(ReLUMath{});
     case Activation::GELU: return f(GELUMath{});
     case Activation::SiLU: return f(SiLUMath{});
@@ -88,7 +95,13 @@ void with_activation(Activation act, F&& f) {
 }
 
 inline const char* activation_name(Activation act) {
-  return act == Activation::ReLU ? "ReLU" : act == Activation::GELU ? "GELU" : "SiLU";
+  switch (act) {
+    case Activation::None: return "None";
+    case Activation::ReLU: return "ReLU";
+    case Activation::GELU: return "GELU";
+    case Activation::SiLU: return "SiLU";
+  }
+  return "?";
 }
 
 }  // namespace fuselab::kernels

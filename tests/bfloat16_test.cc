@@ -136,7 +136,9 @@ TEST(BFloat16, OpsAndFusionsMatchFloat32) {
         model.to(DType::BFloat16).set_fusion_enabled(fused);
         Sequential reference(build(hidden));
         reference.to(DType::BFloat16).to(DType::Float32).set_fusion_enabled(fused);  // the same rounded weights
-        if (fused) EXPECT_NE(model.describe().find("Forward"), std::string::npos) << model.describe();
+        if (fused) {
+          EXPECT_NE(model.describe().find("Forward"), std::string::npos) << model.describe();
+        }
         const Tensor x = testing::random_tensor({rows, hidden}, DType::BFloat16, 9);
         const Tensor residual = testing::random_tensor({rows, hidden}, DType::BFloat16, 10);
 

@@ -103,9 +103,9 @@ void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, T* y, T* co
 
 template <class T>
 void conv2d_bias_activation_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b,
-                                    bool has_activation, Activation act, T* pre, T* y, T* col) {
+                                    Activation act, T* pre, T* y, T* col) {
   const int64_t plane = g.out_plane();
-  if (!has_activation) {  // pre would equal y: y = conv + b
+  if (act == Activation::None) {  // pre would equal y: y = conv + b
     return forward_images(g, x, w, y, col, [&](int64_t image) {
       for (int64_t k = 0; k < g.out_channels; ++k) {
         T* yk = y + image + k * plane;
@@ -148,7 +148,7 @@ void conv2d_backward_filter(const Conv2dGeometry& g, const T* x, const T* dy, T*
 
 #define FUSELAB_INSTANTIATE(T)                                                                                 \
   template void conv2d_forward<T>(const Conv2dGeometry&, const T*, const T*, T*, T*);                          \
-  template void conv2d_bias_activation_forward<T>(const Conv2dGeometry&, const T*, const T*, const T*, bool,   \
+  template void conv2d_bias_activation_forward<T>(const Conv2dGeometry&, const T*, const T*, const T*,         \
                                                   Activation, T*, T*, T*);                                     \
   template void conv2d_backward_data<T>(const Conv2dGeometry&, const T*, const T*, T*, T*);                    \
   template void conv2d_backward_filter<T>(const Conv2dGeometry&, const T*, const T*, T*, T*);

@@ -26,7 +26,7 @@ void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, T* y, T* co
 // instead of two more passes over the whole output. pre may be null.
 template <class T>
 void conv2d_bias_activation_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b,
-                                    bool has_activation, Activation act, T* pre, T* y, T* col);
+                                    Activation act, T* pre, T* y, T* col);
 
 template <class T>
 void conv2d_backward_data(const Conv2dGeometry& g, const T* w, const T* dy, T* dx, T* col);

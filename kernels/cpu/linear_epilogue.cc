@@ -7,13 +7,13 @@
 namespace fuselab::kernels::cpu {
 
 template <class T>
-void linear_bias_activation_forward(const T* x, const T* w, const T* b, bool has_activation, Activation act,
+void linear_bias_activation_forward(const T* x, const T* w, const T* b, Activation act,
                                     T* pre, T* y, int64_t rows, int64_t in, int64_t out) {
   gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out);
-  if (has_activation) {
-    bias_activation_forward<T>(act, b, y, pre, rows, out);
-  } else {
+  if (act == Activation::None) {
     add_bias<T>(b, y, rows, out);
+  } else {
+    bias_activation_forward<T>(act, b, y, pre, rows, out);
   }
 }
 
@@ -36,7 +36,7 @@ void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residu
 }
 
 #define FUSELAB_INSTANTIATE(T)                                                                              \
-  template void linear_bias_activation_forward<T>(const T*, const T*, const T*, bool, Activation, T*, T*, int64_t, \
+  template void linear_bias_activation_forward<T>(const T*, const T*, const T*, Activation, T*, T*, int64_t,       \
                                                   int64_t, int64_t);                                               \
   template void linear_bias_add_forward<T>(const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t);
 FUSELAB_INSTANTIATE(float)

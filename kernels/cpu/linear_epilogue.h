@@ -17,10 +17,10 @@
 
 namespace fuselab::kernels::cpu {
 
-// pre = x W^T + b;  y = act(pre). Without an activation (has_activation false) y = pre. pre may
+// pre = x W^T + b;  y = act(pre). With Activation::None y = pre (and pre is not written). pre may
 // be null when the caller does not need it.
 template <class T>
-void linear_bias_activation_forward(const T* x, const T* w, const T* b, bool has_activation, Activation act,
+void linear_bias_activation_forward(const T* x, const T* w, const T* b, Activation act,
                                     T* pre, T* y, int64_t rows, int64_t in, int64_t out);
 
 // y = x W^T (+ b) + residual. b may be null.

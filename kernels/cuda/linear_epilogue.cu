@@ -48,8 +48,8 @@ struct ActivationGradTerms {
 // no aux output when the caller keeps none (pre null); GELU's aux is pre. cuBLASLt's GELU is
 // used for float and bfloat16: float64 keeps the reference math of activation_math.h.
 template <class T>
-GemmEpilogue library_epilogue(bool has_activation, Activation act, const T* pre) {
-  if (!has_activation) return GemmEpilogue::Bias;
+GemmEpilogue library_epilogue(Activation act, const T* pre) {
+  if (act == Activation::None) return GemmEpilogue::Bias;
   if (act == Activation::ReLU && pre == nullptr) return GemmEpilogue::BiasReLU;
   if (act == Activation::GELU && pre != nullptr && !std::is_same<T, double>::value) return GemmEpilogue::BiasGELUAux;
   return GemmEpilogue::None;
@@ -58,17 +58,17 @@ GemmEpilogue library_epilogue(bool has_activation, Activation act, const T* pre)
 }  // namespace
 
 template <class T>
-void linear_bias_activation_forward(const T* x, const T* w, const T* b, bool has_activation, Activation act, T* pre,
+void linear_bias_activation_forward(const T* x, const T* w, const T* b, Activation act, T* pre,
                                     T* y, int64_t rows, int64_t in, int64_t out, int device) {
   // One cuBLASLt call with the epilogue where it has one ...
-  const GemmEpilogue epilogue = library_epilogue(has_activation, act, pre);
+  const GemmEpilogue epilogue = library_epilogue(act, pre);
   if (epilogue != GemmEpilogue::None &&
       gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, 0, nullptr, y, out, epilogue, b, pre, device)) {
     return;
   }
   // ... otherwise the GEMM, then one pass for the bias and the activation.
   gemm<T>(false, true, rows, out, in, 1, x, in, w, in, 0, y, out, device);
-  if (!has_activation) return binary<T>(BinaryOp::Add, y, b, y, rows, out, Broadcast::Row, device);
+  if (act == Activation::None) return binary<T>(BinaryOp::Add, y, b, y, rows, out, Broadcast::Row, device);
   const int64_t n = rows * out;
   if (n == 0) return;
   with_activation(act, [&](auto math) {

@@ -3,7 +3,7 @@
 // the rest where cuBLASLt has that epilogue (bias; bias + ReLU; bias + GELU keeping pre as its aux
 // output; the residual read as the GEMM's C with beta = 1), and otherwise a GEMM, then one pass.
 //
-//   linear_bias_activation_forward:  pre = x W^T + b;  y = act(pre)  (y = pre without activation)
+//   linear_bias_activation_forward:  pre = x W^T + b;  y = act(pre)  (y = pre for Activation::None)
 //   linear_bias_add_forward:         y = x W^T (+ b) + residual
 //   activation_bias_backward:        dpre = dy * act'(pre);  dbias = sum_rows dpre
 //
@@ -21,7 +21,7 @@
 namespace fuselab::kernels::cuda {
 
 template <class T>
-void linear_bias_activation_forward(const T* x, const T* w, const T* b, bool has_activation, Activation act, T* pre,
+void linear_bias_activation_forward(const T* x, const T* w, const T* b, Activation act, T* pre,
                                     T* y, int64_t rows, int64_t in, int64_t out, int device);
 
 template <class T>
@@ -35,7 +35,7 @@ void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre
 
 // The explicit instantiations, for the .cu file and for stubs.cc (T = float, double, bfloat16).
 #define FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(T)                                                                 \
-  template void linear_bias_activation_forward<T>(const T*, const T*, const T*, bool, Activation, T*, T*, int64_t, \
+  template void linear_bias_activation_forward<T>(const T*, const T*, const T*, Activation, T*, T*, int64_t,       \
                                                   int64_t, int64_t, int);                                           \
   template void linear_bias_add_forward<T>(const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t,  \
                                            int);                                                                    \

@@ -97,7 +97,7 @@ void embedding_backward(const T*, const int64_t*, T*, int64_t, int64_t, int64_t,
   unavailable("embedding_backward_kernel");
 }
 template <class T>
-void linear_bias_activation_forward(const T*, const T*, const T*, bool, Activation, T*, T*, int64_t, int64_t, int64_t,
+void linear_bias_activation_forward(const T*, const T*, const T*, Activation, T*, T*, int64_t, int64_t, int64_t,
                                     int) {
   unavailable("bias_activation_kernel");
 }

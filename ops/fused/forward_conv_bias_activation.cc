@@ -18,13 +18,12 @@ FusedForward ForwardConvBiasActivation::fuser_forward(const std::vector<OpContex
                                                       const TensorLists&) {
   Conv2d& conv = op<Conv2d>(0);
   ChannelBias& bias = op<ChannelBias>(1);
-  const bool has_activation = basic_ops().size() == 3;
   const kernels::Conv2dGeometry g = conv.geometry(x);
-  const Activation act = has_activation ? op<ActivationOp>(2).activation() : Activation::ReLU;
+  const Activation act = basic_ops().size() == 3 ? op<ActivationOp>(2).activation() : Activation::None;
   Tensor y = empty(conv.output_shape(g), x.dtype(), x.device());
   bias.check_channels(y);
   Tensor pre;  // the activation's saved input; for ReLU y serves (ActivationSaved)
-  const bool keep_pre = has_activation && act != Activation::ReLU && ctxs[2]->requires_backward();
+  const bool keep_pre = act != Activation::None && act != Activation::ReLU && ctxs[2]->requires_backward();
   dispatch_floating_on_device(
       "ForwardConvBiasActivation", x,
       [&](auto zero) {
@@ -32,7 +31,7 @@ FusedForward ForwardConvBiasActivation::fuser_forward(const std::vector<OpContex
         if (keep_pre) pre = empty_like(y);
         Tensor col = empty({kernels::cpu::conv2d_scratch(g)}, x.dtype());
         kernels::cpu::conv2d_bias_activation_forward<T>(g, x.data<T>(), conv.weight().data<T>(), bias.bias().data<T>(),
-                                                        has_activation, act, keep_pre ? pre.data<T>() : nullptr,
+                                                        act, keep_pre ? pre.data<T>() : nullptr,
                                                         y.data<T>(), col.data<T>());
       },
       [&](auto zero) {
@@ -40,11 +39,11 @@ FusedForward ForwardConvBiasActivation::fuser_forward(const std::vector<OpContex
         const int device = x.device().index;
         const T* w = conv.weight().cuda_data<T>();
         const T* b = bias.bias().cuda_data<T>();
-        if (has_activation && act == Activation::ReLU) {
+        if (act == Activation::ReLU) {
           return kernels::cuda::conv2d_bias_relu_forward<T>(g, x.cuda_data<T>(), w, b, y.cuda_data<T>(), device);
         }
         kernels::cuda::conv2d_forward<T>(g, x.cuda_data<T>(), w, y.cuda_data<T>(), device);
-        if (!has_activation) {
+        if (act == Activation::None) {
           return kernels::cuda::channel_bias_forward<T>(y.cuda_data<T>(), b, y.cuda_data<T>(), g.batch,
                                                         g.out_channels, g.out_plane(), device);
         }
@@ -54,7 +53,7 @@ FusedForward ForwardConvBiasActivation::fuser_forward(const std::vector<OpContex
                                                           g.out_channels, g.out_plane(), device);
       });
   Conv2d::save_for_backward(*ctxs[0], x, conv.weight());
-  if (has_activation) ActivationOp::save_for_backward(*ctxs[2], act == Activation::ReLU ? y : pre);
+  if (act != Activation::None) ActivationOp::save_for_backward(*ctxs[2], act == Activation::ReLU ? y : pre);
   return {y, TensorLists(basic_ops().size())};
 }
 

@@ -18,15 +18,14 @@ FusedForward ForwardLinearBiasActivation::fuser_forward(const std::vector<OpCont
                                                         const TensorLists&) {
   Linear& linear = op<Linear>(0);
   Bias& bias = op<Bias>(1);
-  const bool has_activation = basic_ops().size() == 3;
   linear.check_input(x, linear.in_features());
 
   Shape out_shape = x.shape();
   out_shape.back() = linear.out_features();
   Tensor y = empty(out_shape, x.dtype(), x.device());
-  const Activation act = has_activation ? op<ActivationOp>(2).activation() : Activation::ReLU;
+  const Activation act = basic_ops().size() == 3 ? op<ActivationOp>(2).activation() : Activation::None;
   // ReLU's backward reads y instead of pre (ActivationSaved), so no pre is written for it.
-  const bool keep_pre = has_activation && act != Activation::ReLU && ctxs[2]->requires_backward();
+  const bool keep_pre = act != Activation::None && act != Activation::ReLU && ctxs[2]->requires_backward();
   Tensor pre = keep_pre ? empty(out_shape, x.dtype(), x.device()) : Tensor();
   const int64_t rows = math::rows_of(x), in = linear.in_features(), out = linear.out_features();
   dispatch_floating_on_device<WithBFloat16::Yes>(
@@ -34,18 +33,18 @@ FusedForward ForwardLinearBiasActivation::fuser_forward(const std::vector<OpCont
       [&](auto zero) {
         using T = decltype(zero);
         kernels::cpu::linear_bias_activation_forward<T>(x.data<T>(), linear.weight().data<T>(),
-                                                        bias.bias().data<T>(), has_activation, act,
+                                                        bias.bias().data<T>(), act,
                                                         pre.defined() ? pre.data<T>() : nullptr, y.data<T>(), rows,
                                                         in, out);
       },
       [&](auto zero) {
         using T = decltype(zero);
         kernels::cuda::linear_bias_activation_forward<T>(
-            x.cuda_data<T>(), linear.weight().cuda_data<T>(), bias.bias().cuda_data<T>(), has_activation, act,
+            x.cuda_data<T>(), linear.weight().cuda_data<T>(), bias.bias().cuda_data<T>(), act,
             pre.defined() ? pre.cuda_data<T>() : nullptr, y.cuda_data<T>(), rows, in, out, x.device().index);
       });
   Linear::save_for_backward(*ctxs[0], x, linear.weight());
-  if (has_activation) ActivationOp::save_for_backward(*ctxs[2], act == Activation::ReLU ? y : pre);
+  if (act != Activation::None) ActivationOp::save_for_backward(*ctxs[2], act == Activation::ReLU ? y : pre);
   return {y, TensorLists(basic_ops().size())};
 }
 
