@@ -36,7 +36,9 @@ Tensor silu(const Tensor& x);
 Tensor softmax(const Tensor& x);      // over the last dim
 Tensor log_softmax(const Tensor& x);  // over the last dim
 
-// Mean over rows of -log softmax(logits)[label]; rows labelled ignore_index are left out.
+// Mean over rows of -log softmax(logits)[label]; rows labelled ignore_index are left out. When
+// every row is ignored the mean is over zero rows: NaN, as in PyTorch, and the logits' grad is
+// all zeros.
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_index = -100);
 // Mean of (prediction - target)^2.
 Tensor mse(const Tensor& prediction, const Tensor& target);

@@ -25,7 +25,9 @@ TEST(Errors, ShapeMismatchesNameOpAndShapes) {
                {"cross_entropy", "label 3", "3 classes"});
   expect_error([] { embedding(zeros({4, 2}), from_vector<int64_t>({4}, {1})); }, {"embedding", "id 4", "[4, 2]"});
   expect_error([] { transpose(zeros({3})); }, {"transpose", "[3]"});
-  expect_error([] { reshape(zeros({2, 3}), {4}); }, {"[2, 3]", "[4]"});
+  expect_error([] { reshape(zeros({2, 3}), {4}); }, {"reshape:", "[2, 3]", "[4]"});
+  expect_error([] { reshape(zeros({2, 3}), {-1, -1}); }, {"reshape:", "more than one -1"});
+  expect_error([] { reshape(zeros({2, 3}), {4, -1}); }, {"reshape:", "[2, 3]", "[4, -1]"});
 }
 
 TEST(Errors, DtypeMismatchesNameBothOperands) {

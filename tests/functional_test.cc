@@ -164,6 +164,16 @@ TEST(CrossEntropy, MeanNegativeLogLikelihoodWithIgnoreIndex) {
   expect_gradients([&](const Inputs& in) { return cross_entropy(in[0], in[1]); }, {logits, labels});
 }
 
+TEST(CrossEntropy, EveryRowIgnoredGivesNanLossAndZeroGrads) {
+  Tensor logits = random64({3, 4}, 16, -2, 2);
+  logits.set_requires_grad(true);
+  const Tensor loss = cross_entropy(logits, from_vector<int64_t>({-100, -100, -100}, {3}));
+  EXPECT_TRUE(std::isnan(loss.item())) << "the mean over zero rows is 0 / 0, as in PyTorch";
+  backward(loss);
+  ASSERT_TRUE(logits.grad().defined());
+  for (double g : logits.grad().to_vector<double>()) EXPECT_EQ(g, 0.0);
+}
+
 TEST(Mse, MeanSquaredDifference) {
   const Tensor p = from_vector<double>({1, 2, 3}, {3}), t = from_vector<double>({1, 0, 5}, {3});
   expect_values(mse(p, t), {(0 + 4 + 4) / 3.0});
