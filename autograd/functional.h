@@ -1,7 +1,8 @@
 // The differentiable functional API: each call computes its result and, when grad mode is on
 // and an input requires grad, records one tape node whose backward gives every input's grad.
 //
-// Binary ops take b of a's shape, a vector over a's last dim, or a one-element tensor.
+// Binary ops (add, sub, mul, div) broadcast both operands as NumPy does: shapes aligned at their
+// last dims, each pair of sizes equal or one of them 1 (so [m, 1] with [1, n] gives [m, n]).
 #pragma once
 
 #include <cstdint>

@@ -18,6 +18,8 @@ TEST(Errors, ShapeMismatchesNameOpAndShapes) {
   expect_error([] { matmul(zeros({2, 3, 4}), zeros({3, 4, 5})); }, {"matmul", "[2, 3, 4]", "[3, 4, 5]"});
   expect_error([] { matmul(zeros({3}), zeros({3})); }, {"matmul", "[3]"});
   expect_error([] { add(zeros({2, 3}), zeros({2})); }, {"add", "[2]", "[2, 3]"});
+  expect_error([] { sub(zeros({3, 4}), zeros({2, 1})); }, {"sub", "[3, 4]", "[2, 1]", "NumPy rule"});
+  expect_error([] { div(zeros({5}), zeros({3, 4})); }, {"div", "[5]", "[3, 4]", "NumPy rule"});
   expect_error([] { mul(zeros({2, 3}), zeros({3, 2})); }, {"mul", "[3, 2]", "[2, 3]"});
   expect_error([] { mse(zeros({2}), zeros({3})); }, {"mse", "[2]", "[3]"});
   expect_error([] { cross_entropy(zeros({2, 3}), arange(3)); }, {"cross_entropy", "[2, 3]", "[3]"});

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "autograd/functional.h"
 #include "tensor/factories.h"
@@ -87,6 +88,57 @@ TEST(Binary, ForwardAndGradientsForEveryBroadcast) {
         expected.push_back(c.reference(av[i], bi));
       }
       expect_values(c.op(a, b), expected);
+      expect_gradients([&](const Inputs& in) { return c.op(in[0], in[1]); }, {a, b});
+    }
+  }
+}
+
+// The element of an operand of shape `from` that NumPy broadcasting pairs with element i of a
+// result of shape `to`.
+int64_t broadcast_source(const Shape& from, const Shape& to, int64_t i) {
+  int64_t index = 0, stride = 1;
+  for (size_t d = to.size(); d-- > 0;) {
+    const int64_t coordinate = i % to[d];
+    i /= to[d];
+    const size_t back = to.size() - 1 - d;  // dims are aligned at the last one
+    if (back >= from.size()) continue;
+    const int64_t size = from[from.size() - 1 - back];
+    index += (size == 1 ? 0 : coordinate) * stride;
+    stride *= size;
+  }
+  return index;
+}
+
+TEST(Binary, NumpyBroadcastingOfBothOperandsForwardAndGradients) {
+  const BinaryCase cases[] = {
+      {"add", add, [](double a, double b) { return a + b; }},
+      {"sub", sub, [](double a, double b) { return a - b; }},
+      {"mul", mul, [](double a, double b) { return a * b; }},
+      {"div", div, [](double a, double b) { return a / b; }},
+  };
+  struct Shapes {
+    Shape a, b, result;
+  };
+  const Shapes pairs[] = {
+      {{3, 1}, {1, 4}, {3, 4}},       {{}, {3, 4}, {3, 4}},          {{1, 4}, {3, 4}, {3, 4}},
+      {{3, 4}, {1, 4}, {3, 4}},       {{3, 4}, {3, 1}, {3, 4}},      {{4}, {3, 4}, {3, 4}},
+      {{2, 1, 4}, {3, 1}, {2, 3, 4}}, {{1}, {}, {1}},                {{2, 3, 4}, {3, 4}, {2, 3, 4}},
+      {{1, 3, 1}, {2, 1, 5}, {2, 3, 5}},
+  };
+  for (const BinaryCase& c : cases) {
+    for (const Shapes& s : pairs) {
+      std::ostringstream trace;
+      trace << c.name << " " << s.a << " with " << s.b;
+      SCOPED_TRACE(trace.str());
+      const Tensor a = random64(s.a, 8, 0.5, 1.5), b = random64(s.b, 9, 0.5, 1.5);  // away from 0 for div
+      const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+      std::vector<double> expected;
+      for (int64_t i = 0; i < numel(s.result); ++i) {
+        expected.push_back(c.reference(av[broadcast_source(s.a, s.result, i)], bv[broadcast_source(s.b, s.result, i)]));
+      }
+      const Tensor y = c.op(a, b);
+      EXPECT_EQ(y.shape(), s.result);
+      expect_values(y, expected);
       expect_gradients([&](const Inputs& in) { return c.op(in[0], in[1]); }, {a, b});
     }
   }
