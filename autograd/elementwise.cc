@@ -1,9 +1,11 @@
-// Elementwise ops with broadcasting of b, scaling and activations.
-//   add: da = dy, db = reduce(dy)        sub: da = dy, db = -reduce(dy)
-//   mul: da = dy * b, db = reduce(dy * a)  div: da = dy / b, db = -reduce(dy * a / b^2)
-// where reduce sums a broadcast grad back to b's shape.
+// Elementwise ops with NumPy broadcasting of both operands, scaling and activations.
+//   add: da = reduce_a(dy), db = reduce_b(dy)            sub: da = reduce_a(dy), db = -reduce_b(dy)
+//   mul: da = reduce_a(dy * b), db = reduce_b(dy * a)    div: da = reduce_a(dy / b), db = -reduce_b(dy * a / b^2)
+// where reduce_x sums a grad of the result's shape back to x's (tensor/broadcast.h): nothing to
+// do for an operand of the result's shape.
 #include "autograd/checks.h"
 #include "autograd/functional.h"
+#include "tensor/broadcast.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
@@ -11,37 +13,37 @@ namespace {
 
 using math::Activation;
 using math::BinaryOp;
+using math::reduce_to;
 
 Tensor binary_op(const char* name, BinaryOp op, const Tensor& a, const Tensor& b) {
   check_floating(name, a);
   check_floating(name, b);
-  const math::Broadcast broadcast = math::broadcast_kind(name, a, b);
-  Tensor out = math::binary(op, a, b);
-  return record(name, {a, b}, out, [op, a, b, broadcast](const auto& grads, const auto& needs) {
+  Tensor out = math::binary(op, a, b, name);
+  return record(name, {a, b}, out, [op, a, b](const auto& grads, const auto& needs) {
     const Tensor& dy = grads[0];
     Tensor da, db;
     switch (op) {
       case BinaryOp::Add:
-        da = dy;
-        if (needs[1]) db = math::sum_to(dy, broadcast, b.shape());
+        if (needs[0]) da = reduce_to(dy, a.shape());
+        if (needs[1]) db = reduce_to(dy, b.shape());
         break;
       case BinaryOp::Sub:
-        da = dy;
-        if (needs[1]) db = math::scaled(math::sum_to(dy, broadcast, b.shape()), -1);
+        if (needs[0]) da = reduce_to(dy, a.shape());
+        if (needs[1]) db = math::scaled(reduce_to(dy, b.shape()), -1);
         break;
       case BinaryOp::Mul:
-        if (needs[0]) da = math::binary(BinaryOp::Mul, dy, b);
-        if (needs[1]) db = math::sum_to(math::binary(BinaryOp::Mul, dy, a), broadcast, b.shape());
+        if (needs[0]) da = reduce_to(math::binary(BinaryOp::Mul, dy, b), a.shape());
+        if (needs[1]) db = reduce_to(math::binary(BinaryOp::Mul, dy, a), b.shape());
         break;
       case BinaryOp::Div:
-        if (needs[0]) da = math::binary(BinaryOp::Div, dy, b);
+        if (needs[0]) da = reduce_to(math::binary(BinaryOp::Div, dy, b), a.shape());
         if (needs[1]) {
           const Tensor y_over_b = math::binary(BinaryOp::Div, math::binary(BinaryOp::Div, a, b), b);
-          db = math::scaled(math::sum_to(math::binary(BinaryOp::Mul, dy, y_over_b), broadcast, b.shape()), -1);
+          db = math::scaled(reduce_to(math::binary(BinaryOp::Mul, dy, y_over_b), b.shape()), -1);
         }
         break;
     }
-    return std::vector<Tensor>{needs[0] ? da : Tensor(), db};
+    return std::vector<Tensor>{da, db};
   });
 }
 

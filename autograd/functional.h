@@ -1,7 +1,8 @@
 // The differentiable functional API: each call computes its result and, when grad mode is on
 // and an input requires grad, records one tape node whose backward gives every input's grad.
 //
-// Binary ops take b of a's shape, a vector over a's last dim, or a one-element tensor.
+// Binary ops (add, sub, mul, div) broadcast both operands as NumPy does: shapes aligned at their
+// last dims, each pair of sizes equal or one of them 1 (so [m, 1] with [1, n] gives [m, n]).
 #pragma once
 
 #include <cstdint>
@@ -36,7 +37,9 @@ Tensor silu(const Tensor& x);
 Tensor softmax(const Tensor& x);      // over the last dim
 Tensor log_softmax(const Tensor& x);  // over the last dim
 
-// Mean over rows of -log softmax(logits)[label]; rows labelled ignore_index are left out.
+// Mean over rows of -log softmax(logits)[label]; rows labelled ignore_index are left out. When
+// every row is ignored the mean is over zero rows: NaN, as in PyTorch, and the logits' grad is
+// all zeros.
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_index = -100);
 // Mean of (prediction - target)^2.
 Tensor mse(const Tensor& prediction, const Tensor& target);

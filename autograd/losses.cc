@@ -1,5 +1,7 @@
 // Softmax, log-softmax and the losses. The math is in kernels/cpu/softmax.h (and its CUDA twin).
 //   mse = mean (p - t)^2:  dp = 2 (p - t) g / n,  dt = -dp
+#include <limits>
+
 #include "autograd/checks.h"
 #include "autograd/functional.h"
 #include "kernels/cpu/elementwise.h"
@@ -71,7 +73,9 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_
           " classes (logits ", logits.shape(), ")");
     ++counted;
   }
-  const double mean_scale = 1.0 / double(counted ? counted : 1);
+  // The mean over zero counted rows is 0 / 0: NaN, as in PyTorch, so that a batch with nothing to
+  // learn from shows up in the loss instead of reading as a perfect 0.
+  const double mean_scale = counted ? 1.0 / double(counted) : std::numeric_limits<double>::quiet_NaN();
   const Device device = logits.device();
   Tensor lse = empty({rows}, logits.dtype(), device);
   Tensor loss;  // mean over the counted rows, shape []
@@ -95,7 +99,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_
   return record("cross_entropy", {logits, labels}, loss,
                 [logits, labels, lse, mean_scale, ignore_index, rows, cols](const auto& grads, const auto&) {
                   Tensor dx = empty_like(logits);
-                  const double g = grads[0].item() * mean_scale;
+                  // No counted row, no grad: every row is zero rather than NaN.
+                  const double g = mean_scale == mean_scale ? grads[0].item() * mean_scale : 0.0;
                   dispatch_floating_on_device(
                       "cross_entropy backward", logits,
                       [&](auto zero) {

@@ -72,7 +72,7 @@ Tensor mean_last_dim(const Tensor& x) {
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
   check(x.defined(), "reshape: undefined tensor argument");
-  const Tensor out = x.view(shape);  // shares storage; a fresh TensorImpl for the tape
+  const Tensor out = x.view(shape, "reshape");  // shares storage; a fresh TensorImpl for the tape
   const Shape in_shape = x.shape();
   return record("reshape", {x}, out, [in_shape](const auto& grads, const auto&) {
     return std::vector<Tensor>{grads[0].view(in_shape)};

@@ -6,6 +6,7 @@ namespace fuselab {
 
 std::optional<std::string> bisect_fusions(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras,
                                           double tolerance) {
+  const RestoreFusionSwitches restore(seq);
   const std::vector<std::string> names = registered_fusion_names();
   seq.set_fusion_enabled(false);
   const RunResult reference = run_with_backward(seq, x, extras);
@@ -23,7 +24,6 @@ std::optional<std::string> bisect_fusions(Sequential& seq, const Tensor& x, cons
     }
     culprit = names[bad - 1];
   }
-  seq.enable_all_fusions();
   return culprit;
 }
 

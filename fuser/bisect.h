@@ -13,7 +13,7 @@ namespace fuselab {
 // fusions enabled against the run with fusion off, and binary-searches for the smallest k whose
 // run differs beyond tolerance (|a - b| <= tolerance (1 + |b|)). Returns that k-th fusion's name,
 // or nothing when even all fusions together stay within tolerance. O(log n) runs; the
-// Sequential's switches are restored to "all fusions on".
+// Sequential's fusion switches are put back as they were, also when a run throws.
 std::optional<std::string> bisect_fusions(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras,
                                           double tolerance);
 

@@ -138,6 +138,7 @@ double sequential_gradient_error(Sequential& seq, const Tensor& x, const std::ve
 FusionCheckResult check_fusion(const std::string& name, Sequential& seq, const Tensor& x,
                                const std::vector<Tensor>& extras) {
   FusionCheckResult result;
+  const RestoreFusionSwitches restore(seq);
   try {
     seq.set_fusion_enabled(true).enable_only_fusions({name});
     result.lists = seq.describe();
@@ -155,7 +156,6 @@ FusionCheckResult check_fusion(const std::string& name, Sequential& seq, const T
   } catch (const Error& e) {
     result.problem = std::string("error: ") + e.what();
   }
-  seq.set_fusion_enabled(true).enable_all_fusions();
   if (result.problem.empty() && !result.fired) result.problem = "the fusion did not fire:\n" + result.lists;
   result.ok = result.problem.empty();
   return result;

@@ -5,7 +5,7 @@
 // with tolerances by dtype. Running a forward fusion with the unfused backward (and the reverse)
 // also checks the saved-state contract: a basic op's backward throws when the context lacks the
 // state it needs. In float64 on the CPU it also checks the fused gradients against finite
-// differences.
+// differences. The Sequential's fusion switches are put back as they were.
 //
 // Fusions can register an example model (register_fusion_example), so that one test checks
 // every registered fusion, including ones added later, without a new test.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 
 #include "autograd/grad_mode.h"
 #include "autograd/tape.h"
@@ -99,6 +100,10 @@ FusedLists OperationFuser::fuse_lists(const FusionFacts& facts, ExplainLog* log)
             fused = fusion.fn(indexed.ops, facts);
           } catch (const Error& e) {
             fail("fusion function '", fusion.name, "' (", pass, " pass) failed: ", e.what());
+          } catch (const std::exception& e) {  // e.g. std::out_of_range from ops.at(): still name the fusion
+            fail("fusion function '", fusion.name, "' (", pass, " pass) threw an exception: ", e.what());
+          } catch (...) {
+            fail("fusion function '", fusion.name, "' (", pass, " pass) threw an exception that is not a std::exception");
           }
         }
         // Hand-written fusion functions report nothing themselves: log what they created.
@@ -168,6 +173,8 @@ struct OperationFuser::CallState {
   std::shared_ptr<const FusedLists> lists;
   std::vector<OpContext> ctxs;
   std::vector<std::vector<Shape>> extra_output_shapes;
+  // [op][slot]: whether backward must give that extra input a grad (its source requires one).
+  std::vector<std::vector<bool>> extra_inputs_require_grad;
   Shape output_shape;
   DType dtype;
   Device device;
@@ -185,20 +192,23 @@ DType compute_dtype(const std::vector<std::shared_ptr<BasicOp>>& ops, const Tens
 
 // Fills each context's grad requirements: an op's input needs a grad when anything before it
 // (the input, a parameter, an extra input) does; a channel input when its producer's input does.
-void set_grad_requirements(std::vector<OpContext>& ctxs, const std::vector<std::shared_ptr<BasicOp>>& ops,
-                           const ChannelPlan& plan, const Tensor& input, const std::vector<Tensor>& extra_inputs,
-                           bool record, bool training) {
+// `slot_requirements` receives the same per extra-input slot.
+void set_grad_requirements(std::vector<OpContext>& ctxs, std::vector<std::vector<bool>>& slot_requirements,
+                           const std::vector<std::shared_ptr<BasicOp>>& ops, const ChannelPlan& plan,
+                           const Tensor& input, const std::vector<Tensor>& extra_inputs, bool record, bool training) {
   bool upstream_needs_grad = record && input.requires_grad();
   std::vector<bool> produces_grad(ops.size());
+  slot_requirements.assign(ops.size(), {});
   for (size_t i = 0; i < ops.size(); ++i) {
     OpContext& ctx = ctxs[i];
     ctx.training = training;
     ctx.input_requires_grad = upstream_needs_grad;
     for (const Tensor& p : ops[i]->parameters()) ctx.params_require_grad.push_back(record && p.requires_grad());
     for (const ExtraInputSource& source : plan.inputs[i]) {
-      ctx.extra_inputs_require_grad |= source.caller_index >= 0
-                                           ? record && extra_inputs[source.caller_index].requires_grad()
-                                           : bool(produces_grad[source.producer.op]);
+      const bool required = source.caller_index >= 0 ? record && extra_inputs[source.caller_index].requires_grad()
+                                                     : bool(produces_grad[source.producer.op]);
+      slot_requirements[i].push_back(required);
+      ctx.extra_inputs_require_grad |= required;
     }
     upstream_needs_grad = ctx.requires_backward();
     produces_grad[i] = upstream_needs_grad;
@@ -222,6 +232,38 @@ void check_forward_result(const FusedForward& result, const FusibleOp& fused, co
       for (size_t consumer : plan.consumers[i][s]) used_outside |= consumer > cover.back();
       check(result.extra_outputs[c][s].defined() || !used_outside, who, " forward left extra output ", s, " of ",
             ops[i]->describe(), " undefined, but it is used outside this fused op");
+    }
+  }
+}
+
+// Where extra input `slot` of ops[op] comes from, for messages.
+std::string describe_source(const ChannelPlan& plan, const std::vector<std::shared_ptr<BasicOp>>& ops, size_t op,
+                            int slot) {
+  const ExtraInputSource& source = plan.inputs[op][slot];
+  if (source.caller_index >= 0) return "the call's extra input " + std::to_string(source.caller_index);
+  return "channel '" + ops[op]->extra_input_channel(slot) + "' from " + ops[source.producer.op]->describe();
+}
+
+// A grad left undefined where one is required would leave a parameter or an earlier op without
+// its grad, silently: the optimizer would skip it and training would go wrong without a word.
+void check_required_grads_defined(const FusedBackward& result, const std::string& who,
+                                  const std::vector<size_t>& cover, const std::vector<std::shared_ptr<BasicOp>>& ops,
+                                  const ChannelPlan& plan, const std::vector<OpContext>& ctxs,
+                                  const std::vector<std::vector<bool>>& slot_requirements) {
+  for (size_t c = 0; c < cover.size(); ++c) {
+    const size_t i = cover[c];
+    const BasicOp& op = *ops[i];
+    for (size_t p = 0; p < op.parameters().size(); ++p) {
+      check(result.grad_params[c][p].defined() || !ctxs[i].params_require_grad[p], who,
+            " backward returned no grad for parameter ", op.describe(), ".", op.parameter_names()[p],
+            ", which requires one");
+    }
+    for (int s = 0; s < op.num_extra_inputs(); ++s) {
+      const ExtraInputSource& source = plan.inputs[i][s];
+      const bool used = source.caller_index >= 0 || source.producer.op < cover.front();  // else wired inside
+      check(result.grad_extra_inputs[c][s].defined() || !used || !slot_requirements[i][s], who,
+            " backward returned no grad for extra input ", s, " of ", op.describe(), " (",
+            describe_source(plan, ops, i, s), "), which requires one");
     }
   }
 }
@@ -260,6 +302,23 @@ void accumulate(Tensor& into, const Tensor& grad) {
     return;
   }
   into = math::binary(math::BinaryOp::Add, into, grad);
+}
+
+// The call passes one extra input per unbound extra-input slot, in op order. A short list names
+// the op that the first missing one is for, so the caller knows which tensor they forgot.
+void check_extra_input_count(const ChannelPlan& plan, const std::vector<std::shared_ptr<BasicOp>>& ops,
+                             size_t given) {
+  if (int(given) == plan.num_caller_inputs) return;
+  std::string missing;
+  for (size_t i = 0; i < ops.size() && missing.empty(); ++i) {
+    for (size_t s = 0; s < plan.inputs[i].size(); ++s) {
+      if (plan.inputs[i][s].caller_index != int(given)) continue;
+      missing = ": extra input " + std::to_string(given) + " is missing, for slot " + std::to_string(s) + " of " +
+                ops[i]->describe() + " (op " + std::to_string(i) + ")";
+    }
+  }
+  fail("Sequential: expected ", plan.num_caller_inputs, " extra input(s) for the ops' unbound extra-input slots, got ",
+       given, missing.empty() ? ": too many" : missing);
 }
 
 }  // namespace
@@ -302,8 +361,7 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   const auto& ops = program_->ops;
   const ChannelPlan& plan = program_->plan;
   check(input.defined(), "Sequential: undefined input");
-  check(int(extra_inputs.size()) == plan.num_caller_inputs, "Sequential: expected ", plan.num_caller_inputs,
-        " extra input(s) for the ops' unbound extra-input slots, got ", extra_inputs.size());
+  check_extra_input_count(plan, ops, extra_inputs.size());
   std::vector<Tensor> node_inputs{input};
   node_inputs.insert(node_inputs.end(), extra_inputs.begin(), extra_inputs.end());
   for (const auto& op : ops) node_inputs.insert(node_inputs.end(), op->parameters().begin(), op->parameters().end());
@@ -316,7 +374,8 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   state->lists = lists({state->device, state->dtype, training, record}, fuse);
   state->ctxs.resize(ops.size());
   state->extra_output_shapes.resize(ops.size());
-  set_grad_requirements(state->ctxs, ops, plan, input, extra_inputs, record, training);
+  set_grad_requirements(state->ctxs, state->extra_inputs_require_grad, ops, plan, input, extra_inputs, record,
+                        training);
 
   std::vector<std::vector<Tensor>> extra_values(ops.size());
   const Tensor y = run_forward(*state, input, extra_inputs, extra_values);
@@ -389,6 +448,8 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
 
     FusedBackward result = backward.ops[k]->fuser_backward(ctxs, dy, grad_extra_outputs);
     check_backward_result(result, *backward.ops[k], cover, ops, state.ctxs[cover.front()].input_requires_grad);
+    check_required_grads_defined(result, backward.ops[k]->describe(), cover, ops, plan, state.ctxs,
+                                 state.extra_inputs_require_grad);
     for (size_t c = 0; c < cover.size(); ++c) {
       const size_t i = cover[c];
       for (size_t p = 0; p < result.grad_params[c].size(); ++p) emit(param_offset[i] + p, result.grad_params[c][p]);

@@ -53,10 +53,23 @@ Registry& registry() {
   return *instance;
 }
 
+// Names are the keys of the switches (per Sequential, global, FUSELAB_DISABLE_FUSIONS), of explain
+// and of bisect, shared by every pass: two fusions under one name could not be told apart.
+void check_name_is_free(const FusionSnapshot& state, const std::string& name) {
+  check(!name.empty(), "register fusion: the name is empty; fusions are switched on and off by name");
+  for (const auto* fusions : {&state.joint, &state.forward, &state.backward}) {
+    for (const RegisteredFusion& f : *fusions) {
+      check(f.name != name, "register fusion '", name, "': a fusion of that name is already registered;",
+            " unregister it first (FusionHandle::unregister) or pick another name");
+    }
+  }
+}
+
 FusionHandle add(FusionPass pass, std::string name, FusionFunction fn, bool prepend) {
   check(static_cast<bool>(fn), "register fusion '", name, "': the fusion function is empty");
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
+  check_name_is_free(r.state, name);
   auto& fusions = r.list(pass);
   const uint64_t id = r.next_id++;
   fusions.insert(prepend ? fusions.begin() : fusions.end(), RegisteredFusion{id, std::move(name), std::move(fn)});

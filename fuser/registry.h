@@ -63,7 +63,9 @@ class ScopedFusion {
   FusionHandle handle_;
 };
 
-// Appends (or, with prepend, puts first: the last prepended runs first) a fusion function.
+// Appends (or, with prepend, puts first: the last prepended runs first) a fusion function. The
+// name must be non-empty and unique over all three passes while registered (it keys the switches
+// below); unregistering frees it, so replacing a fusion is unregister, then register.
 FusionHandle register_forward_fusion(std::string name, FusionFunction fn, bool prepend = false);
 FusionHandle register_backward_fusion(std::string name, FusionFunction fn, bool prepend = false);
 // Joint fusions run first, and their fused ops appear in both lists (as the same object): such an

@@ -109,6 +109,13 @@ Sequential& Sequential::enable_all_fusions() {
   return *this;
 }
 
+Sequential& Sequential::set_fusion_switches(const FusionSwitches& switches) {
+  fusion_enabled_ = switches.enabled;
+  disabled_fusions_ = switches.disabled;
+  fuser().set_disabled_fusions(disabled_fusions_);
+  return *this;
+}
+
 bool Sequential::fusion_active() const { return fusion_enabled_ && fusion_enabled_globally(); }
 
 FusionFacts Sequential::default_facts() const {

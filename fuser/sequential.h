@@ -53,6 +53,15 @@ class Sequential {
   Sequential& enable_only_fusions(const std::vector<std::string>& names);
   Sequential& enable_all_fusions();
 
+  // This Sequential's switches together (fusion on or off, and the fusions switched off by name),
+  // so that a tool such as check_fusion can put back exactly what it found.
+  struct FusionSwitches {
+    bool enabled = true;
+    std::set<std::string> disabled;
+  };
+  FusionSwitches fusion_switches() const { return {fusion_enabled_, disabled_fusions_}; }
+  Sequential& set_fusion_switches(const FusionSwitches& switches);
+
   // The fused lists for the given facts (by default those of the last call, or of the
   // parameters before any call).
   std::shared_ptr<const FusedLists> fused_lists();
@@ -72,6 +81,20 @@ class Sequential {
   bool training_ = true;
   bool fusion_enabled_ = true;
   std::set<std::string> disabled_fusions_;
+};
+
+// Puts a Sequential's fusion switches back as they were when it was made, however the scope
+// ends (an exception included): for code that flips them to compare runs.
+class RestoreFusionSwitches {
+ public:
+  explicit RestoreFusionSwitches(Sequential& seq) : seq_(seq), saved_(seq.fusion_switches()) {}
+  ~RestoreFusionSwitches() { seq_.set_fusion_switches(saved_); }
+  RestoreFusionSwitches(const RestoreFusionSwitches&) = delete;
+  RestoreFusionSwitches& operator=(const RestoreFusionSwitches&) = delete;
+
+ private:
+  Sequential& seq_;
+  Sequential::FusionSwitches saved_;
 };
 
 }  // namespace fuselab

@@ -40,22 +40,22 @@ void Tensor::check_typed_access(DType wanted, Device::Kind kind) const {
             : ": a CUDA kernel was handed a CPU tensor");
 }
 
-Tensor Tensor::view(Shape new_shape) const {
+Tensor Tensor::view(Shape new_shape, const std::string& op) const {
   int64_t known = 1, inferred = -1;
   for (size_t i = 0; i < new_shape.size(); ++i) {
     if (new_shape[i] == -1) {
-      check(inferred < 0, "view: more than one -1 in ", new_shape);
+      check(inferred < 0, op, ": more than one -1 in ", new_shape);
       inferred = int64_t(i);
     } else {
-      check(new_shape[i] >= 0, "view: negative size in ", new_shape);
+      check(new_shape[i] >= 0, op, ": negative size in ", new_shape);
       known *= new_shape[i];
     }
   }
   if (inferred >= 0) {
-    check(known > 0 && numel() % known == 0, "view: cannot view shape ", shape(), " as ", new_shape);
+    check(known > 0 && numel() % known == 0, op, ": cannot view shape ", shape(), " as ", new_shape);
     new_shape[inferred] = numel() / known;
   }
-  check(fuselab::numel(new_shape) == numel(), "view: cannot view shape ", shape(), " (", numel(),
+  check(fuselab::numel(new_shape) == numel(), op, ": cannot view shape ", shape(), " (", numel(),
         " elements) as ", new_shape);
   auto impl = std::make_shared<TensorImpl>(TensorImpl{impl_->storage, new_shape, dtype(), impl_->offset});
   return Tensor(impl);

@@ -75,7 +75,8 @@ class Tensor {
   }
 
   // Views sharing storage; not recorded by autograd (use autograd's reshape for that).
-  Tensor view(Shape shape) const;             // one size may be -1
+  // One size may be -1. Errors name `op`: the caller that asked for the view (reshape, an op).
+  Tensor view(Shape shape, const std::string& op = "view") const;
   Tensor slice(int64_t start, int64_t end) const;  // rows [start, end) of dim 0
 
   Tensor clone() const;

@@ -6,6 +6,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
+#include "tensor/broadcast.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 
@@ -20,20 +21,21 @@ int64_t rows_of(const Tensor& x) {
   return cols ? x.numel() / cols : 0;
 }
 
-Broadcast broadcast_kind(const char* op, const Tensor& a, const Tensor& b) {
-  check(a.dtype() == b.dtype() && a.device() == b.device(), op, ": operands ", a.shape(), " ", a.dtype(),
-        " on ", a.device(), " and ", b.shape(), " ", b.dtype(), " on ", b.device(),
-        " must have the same dtype and device");
+std::optional<Broadcast> fast_broadcast(const Tensor& a, const Tensor& b) {
   if (b.shape() == a.shape()) return Broadcast::None;
-  if (b.numel() == 1 && b.dim() <= 1) return Broadcast::Scalar;
-  if (b.dim() == 1 && a.dim() >= 1 && b.size(0) == a.size(-1)) return Broadcast::Row;
-  fail(op, ": cannot broadcast shape ", b.shape(), " to ", a.shape(),
-       " (same shape, a vector over the last dim, or a scalar)");
+  if (b.dim() > a.dim()) return std::nullopt;  // the result would have b's extra dims
+  if (b.numel() == 1) return Broadcast::Scalar;
+  for (int64_t d = 0; d + 1 < b.dim(); ++d) {
+    if (b.size(d) != 1) return std::nullopt;
+  }
+  if (b.dim() >= 1 && b.size(-1) == a.size(-1)) return Broadcast::Row;
+  return std::nullopt;
 }
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
-  const Broadcast broadcast = broadcast_kind("binary", a, b);
-  Tensor out = empty_like(a);
+namespace {
+
+// out = a (op) b where b lines up with a as `broadcast` says.
+void binary_into(BinaryOp op, const Tensor& a, const Tensor& b, Broadcast broadcast, Tensor& out) {
   const int64_t rows = rows_of(a), cols = a.dim() ? a.size(-1) : 1;
   dispatch_floating_on_device<WithBFloat16::Yes>(
       "binary", a,
@@ -46,6 +48,27 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
         gpu::binary<T>(op, a.cuda_data<T>(), b.cuda_data<T>(), out.cuda_data<T>(), rows, cols, broadcast,
                        a.device().index);
       });
+}
+
+}  // namespace
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name) {
+  check(a.dtype() == b.dtype() && a.device() == b.device(), name, ": operands ", a.shape(), " ", a.dtype(),
+        " on ", a.device(), " and ", b.shape(), " ", b.dtype(), " on ", b.device(),
+        " must have the same dtype and device");
+  if (const std::optional<Broadcast> broadcast = fast_broadcast(a, b)) {
+    Tensor out = empty_like(a);
+    binary_into(op, a, b, *broadcast, out);
+    return out;
+  }
+  // Any other broadcast: copy each operand that is smaller than the result out to its shape,
+  // keeping b as it is where a fast kernel still takes it (e.g. a scalar a and a row b).
+  const Shape shape = broadcast_shapes(name, a.shape(), b.shape());
+  const Tensor a_full = a.shape() == shape ? a : expand(a, shape);
+  const std::optional<Broadcast> broadcast = fast_broadcast(a_full, b);
+  const Tensor b_full = broadcast ? b : expand(b, shape);
+  Tensor out = empty_like(a_full);
+  binary_into(op, a_full, b_full, broadcast.value_or(Broadcast::None), out);
   return out;
 }
 

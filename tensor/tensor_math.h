@@ -2,6 +2,8 @@
 // each allocates its result and calls one kernel. Nothing here records on the tape.
 #pragma once
 
+#include <optional>
+
 #include "kernels/activation_math.h"
 #include "kernels/cpu/elementwise.h"
 #include "tensor/tensor.h"
@@ -12,14 +14,20 @@ using kernels::Activation;
 using kernels::BinaryOp;
 using kernels::Broadcast;
 
-// How b lines up with a: same shape, a vector over a's last dim, or one element; else throws.
-Broadcast broadcast_kind(const char* op, const Tensor& a, const Tensor& b);
+// How b lines up with a for the fast kernels, when a already has the result's shape: the same
+// shape, a vector over a's last dim ([n] or [1, ..., 1, n]), or one element. Nothing otherwise.
+std::optional<Broadcast> fast_broadcast(const Tensor& a, const Tensor& b);
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);  // b as in broadcast_kind
+// a (op) b with NumPy broadcasting of both operands (tensor/broadcast.h). The fast_broadcast
+// patterns run as they are; for any other pair the operands are first copied out to the
+// result's shape. Throws naming `op` for operands of different dtypes or devices, or shapes
+// that do not broadcast.
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name = "binary");
 Tensor scaled(const Tensor& x, double alpha);
 void scale_into(Tensor& out, const Tensor& x, double alpha);  // out = alpha * x, same shapes; out may be x
 void add_(Tensor& y, const Tensor& x, double alpha = 1);  // y += alpha * x, same shapes
-Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape);  // reduce a broadcast grad
+// A grad summed back to a fast_broadcast operand of `shape` (any broadcast: reduce_to).
+Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape);
 Tensor activation(Activation act, const Tensor& x);
 Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy);
 

@@ -147,6 +147,25 @@ TEST_F(Cuda, BinaryOpsAndBroadcastGradsMatchCpu) {
   }
 }
 
+// NumPy broadcasting beyond the fast kernels' patterns: both operands copied out to the result's
+// shape, and the grads summed back over the broadcast dims.
+TEST_F(Cuda, NumpyBroadcastingOfBothOperandsMatchesCpu) {
+  const std::vector<std::pair<const char*, Tensor (*)(const Tensor&, const Tensor&)>> ops = {
+      {"add", add}, {"sub", sub}, {"mul", mul}, {"div", div}};
+  const std::vector<std::pair<Shape, Shape>> pairs = {
+      {{300, 1}, {1, 257}}, {{}, {3, 257}}, {{1, 257}, {300, 257}}, {{300, 257}, {300, 1}}, {{2, 1, 33}, {70, 1}}};
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (const auto& [a_shape, b_shape] : pairs) {
+      const Tensor a = random(a_shape, dtype, 1);
+      const Tensor b = add(math::scaled(random(b_shape, dtype, 2), 0.1), full(b_shape, 2.0, dtype));  // not 0
+      for (const auto& [name, op] : ops) {
+        expect_gpu_matches_cpu({a, b}, [op = op](const auto& x) { return op(x[0], x[1]); },
+                               std::string(name) + " " + describe(a_shape) + " with " + describe(b_shape));
+      }
+    }
+  }
+}
+
 TEST_F(Cuda, ActivationsScaleAndReductionsMatchCpu) {
   const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> ops = {
       {"relu", relu}, {"gelu", gelu}, {"silu", silu}, {"scale", [](const Tensor& x) { return scale(x, -0.37); }},

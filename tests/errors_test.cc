@@ -18,6 +18,8 @@ TEST(Errors, ShapeMismatchesNameOpAndShapes) {
   expect_error([] { matmul(zeros({2, 3, 4}), zeros({3, 4, 5})); }, {"matmul", "[2, 3, 4]", "[3, 4, 5]"});
   expect_error([] { matmul(zeros({3}), zeros({3})); }, {"matmul", "[3]"});
   expect_error([] { add(zeros({2, 3}), zeros({2})); }, {"add", "[2]", "[2, 3]"});
+  expect_error([] { sub(zeros({3, 4}), zeros({2, 1})); }, {"sub", "[3, 4]", "[2, 1]", "NumPy rule"});
+  expect_error([] { div(zeros({5}), zeros({3, 4})); }, {"div", "[5]", "[3, 4]", "NumPy rule"});
   expect_error([] { mul(zeros({2, 3}), zeros({3, 2})); }, {"mul", "[3, 2]", "[2, 3]"});
   expect_error([] { mse(zeros({2}), zeros({3})); }, {"mse", "[2]", "[3]"});
   expect_error([] { cross_entropy(zeros({2, 3}), arange(3)); }, {"cross_entropy", "[2, 3]", "[3]"});
@@ -25,7 +27,9 @@ TEST(Errors, ShapeMismatchesNameOpAndShapes) {
                {"cross_entropy", "label 3", "3 classes"});
   expect_error([] { embedding(zeros({4, 2}), from_vector<int64_t>({4}, {1})); }, {"embedding", "id 4", "[4, 2]"});
   expect_error([] { transpose(zeros({3})); }, {"transpose", "[3]"});
-  expect_error([] { reshape(zeros({2, 3}), {4}); }, {"[2, 3]", "[4]"});
+  expect_error([] { reshape(zeros({2, 3}), {4}); }, {"reshape:", "[2, 3]", "[4]"});
+  expect_error([] { reshape(zeros({2, 3}), {-1, -1}); }, {"reshape:", "more than one -1"});
+  expect_error([] { reshape(zeros({2, 3}), {4, -1}); }, {"reshape:", "[2, 3]", "[4, -1]"});
 }
 
 TEST(Errors, DtypeMismatchesNameBothOperands) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
 #include "autograd/functional.h"
 #include "tensor/factories.h"
@@ -92,6 +93,57 @@ TEST(Binary, ForwardAndGradientsForEveryBroadcast) {
   }
 }
 
+// The element of an operand of shape `from` that NumPy broadcasting pairs with element i of a
+// result of shape `to`.
+int64_t broadcast_source(const Shape& from, const Shape& to, int64_t i) {
+  int64_t index = 0, stride = 1;
+  for (size_t d = to.size(); d-- > 0;) {
+    const int64_t coordinate = i % to[d];
+    i /= to[d];
+    const size_t back = to.size() - 1 - d;  // dims are aligned at the last one
+    if (back >= from.size()) continue;
+    const int64_t size = from[from.size() - 1 - back];
+    index += (size == 1 ? 0 : coordinate) * stride;
+    stride *= size;
+  }
+  return index;
+}
+
+TEST(Binary, NumpyBroadcastingOfBothOperandsForwardAndGradients) {
+  const BinaryCase cases[] = {
+      {"add", add, [](double a, double b) { return a + b; }},
+      {"sub", sub, [](double a, double b) { return a - b; }},
+      {"mul", mul, [](double a, double b) { return a * b; }},
+      {"div", div, [](double a, double b) { return a / b; }},
+  };
+  struct Shapes {
+    Shape a, b, result;
+  };
+  const Shapes pairs[] = {
+      {{3, 1}, {1, 4}, {3, 4}},       {{}, {3, 4}, {3, 4}},          {{1, 4}, {3, 4}, {3, 4}},
+      {{3, 4}, {1, 4}, {3, 4}},       {{3, 4}, {3, 1}, {3, 4}},      {{4}, {3, 4}, {3, 4}},
+      {{2, 1, 4}, {3, 1}, {2, 3, 4}}, {{1}, {}, {1}},                {{2, 3, 4}, {3, 4}, {2, 3, 4}},
+      {{1, 3, 1}, {2, 1, 5}, {2, 3, 5}},
+  };
+  for (const BinaryCase& c : cases) {
+    for (const Shapes& s : pairs) {
+      std::ostringstream trace;
+      trace << c.name << " " << s.a << " with " << s.b;
+      SCOPED_TRACE(trace.str());
+      const Tensor a = random64(s.a, 8, 0.5, 1.5), b = random64(s.b, 9, 0.5, 1.5);  // away from 0 for div
+      const auto av = a.to_vector<double>(), bv = b.to_vector<double>();
+      std::vector<double> expected;
+      for (int64_t i = 0; i < numel(s.result); ++i) {
+        expected.push_back(c.reference(av[broadcast_source(s.a, s.result, i)], bv[broadcast_source(s.b, s.result, i)]));
+      }
+      const Tensor y = c.op(a, b);
+      EXPECT_EQ(y.shape(), s.result);
+      expect_values(y, expected);
+      expect_gradients([&](const Inputs& in) { return c.op(in[0], in[1]); }, {a, b});
+    }
+  }
+}
+
 TEST(Scale, MultipliesByConstant) {
   const Tensor x = random64({5}, 8);
   auto expected = x.to_vector<double>();
@@ -162,6 +214,16 @@ TEST(CrossEntropy, MeanNegativeLogLikelihoodWithIgnoreIndex) {
   const auto lsm = log_softmax(logits).to_vector<double>();
   expect_values(cross_entropy(logits, labels), {-(lsm[0 * 3 + 2] + lsm[2 * 3 + 0] + lsm[3 * 3 + 1]) / 3});
   expect_gradients([&](const Inputs& in) { return cross_entropy(in[0], in[1]); }, {logits, labels});
+}
+
+TEST(CrossEntropy, EveryRowIgnoredGivesNanLossAndZeroGrads) {
+  Tensor logits = random64({3, 4}, 16, -2, 2);
+  logits.set_requires_grad(true);
+  const Tensor loss = cross_entropy(logits, from_vector<int64_t>({-100, -100, -100}, {3}));
+  EXPECT_TRUE(std::isnan(loss.item())) << "the mean over zero rows is 0 / 0, as in PyTorch";
+  backward(loss);
+  ASSERT_TRUE(logits.grad().defined());
+  for (double g : logits.grad().to_vector<double>()) EXPECT_EQ(g, 0.0);
 }
 
 TEST(Mse, MeanSquaredDifference) {

@@ -2,6 +2,7 @@
 // call, memory released after backward, switches, and registry thread safety.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -51,6 +52,7 @@ class Chain : public FusedOp {
     for (size_t i = ctxs.size(); i-- > 0;) {
       OpBackward b = basic_ops()[i]->op_backward(*ctxs[i], g, ge[i]);
       result.grad_params[i] = b.grad_params;
+      result.grad_extra_inputs[i] = b.grad_extra_inputs;
       g = b.grad_input;
     }
     result.grad_input = g;
@@ -138,6 +140,78 @@ TEST(FuserValidation, FusedOpsReturningWrongGradCountsAreRejected) {
                {"Chain(linear0, identity0)", "(params) and 2 (extra inputs) basic ops, expected 2"});
   expect_error([&] { run([](const OpList& ops) { return std::make_shared<MissingWeightGrad>(ops); }); },
                {"Chain(linear0, identity0)", "0 param grads for Linear(linear0), expected 1"});
+}
+
+// Leaves the grad of its first op's first parameter undefined.
+class NoFirstParamGrad : public Chain {
+ public:
+  using Chain::Chain;
+  FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy, const TensorLists& ge) override {
+    FusedBackward result = Chain::fuser_backward(ctxs, dy, ge);
+    result.grad_params[0][0] = Tensor();
+    return result;
+  }
+};
+
+// Leaves the grad of its first op's extra input undefined.
+class NoExtraInputGrad : public Chain {
+ public:
+  using Chain::Chain;
+  FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy, const TensorLists& ge) override {
+    FusedBackward result = Chain::fuser_backward(ctxs, dy, ge);
+    result.grad_extra_inputs[0][0] = Tensor();
+    return result;
+  }
+};
+
+template <class Fused>
+FusionHandle register_whole_list_backward_fusion(const std::string& name) {
+  return register_backward_fusion(name, [](OpList ops, const FusionFacts&) {
+    return OpList{std::make_shared<Fused>(ops)};
+  });
+}
+
+TEST(FuserValidation, FusedOpLeavingARequiredParameterGradUndefinedIsRejected) {
+  ScopedFusion fusion(register_whole_list_backward_fusion<NoFirstParamGrad>("no_weight_grad"));
+  Sequential seq({std::make_shared<Linear>(2, 2), std::make_shared<Identity>()});
+  Tensor x = ones({1, 2});
+  x.set_requires_grad(true);
+  expect_error([&] { backward(sum(seq(x))); },
+               {"Chain(linear0, identity0)", "no grad for parameter Linear(linear0).weight", "requires one"});
+  // A frozen weight needs no grad.
+  seq.ops()[0]->parameter(0).set_requires_grad(false);
+  backward(sum(seq(x)));
+  EXPECT_TRUE(x.grad().defined());
+}
+
+TEST(FuserValidation, FusedOpLeavingARequiredExtraInputGradUndefinedIsRejected) {
+  ScopedFusion fusion(register_whole_list_backward_fusion<NoExtraInputGrad>("no_residual_grad"));
+  Sequential seq({std::make_shared<AddExtraInput>(), std::make_shared<Identity>()});
+  Tensor x = ones({1, 2}), residual = ones({1, 2});
+  x.set_requires_grad(true);
+  residual.set_requires_grad(true);
+  expect_error([&] { backward(sum(seq(x, {residual}).output)); },
+               {"Chain(addextrainput0, identity0)", "no grad for extra input 0 of AddExtraInput(addextrainput0)",
+                "the call's extra input 0", "requires one"});
+  residual.set_requires_grad(false);  // then nobody needs it
+  backward(sum(seq(x, {residual}).output));
+  EXPECT_TRUE(x.grad().defined());
+}
+
+TEST(FuserValidation, NonFuselabExceptionsFromAFusionFunctionNameTheFusion) {
+  Sequential seq = three_ops();
+  {
+    ScopedFusion fusion(register_forward_fusion("indexes_past_the_end", [](OpList ops, const FusionFacts&) {
+      ops.at(100);  // std::out_of_range
+      return ops;
+    }));
+    expect_error([&] { seq(ones({2})); },
+                 {"fusion function 'indexes_past_the_end' (forward pass) threw an exception", "100"});
+  }
+  ScopedFusion fusion(register_backward_fusion("throws_an_int", [](OpList, const FusionFacts&) -> OpList {
+    throw 42;
+  }));
+  expect_error([&] { seq.describe(); }, {"fusion function 'throws_an_int' (backward pass)", "not a std::exception"});
 }
 
 TEST(FuserValidation, FusedOpReturningWrongExtraOutputCountIsRejected) {
@@ -244,6 +318,16 @@ TEST(Channels, BindingErrorsAreClear) {
   expect_error([&] { std::make_shared<AddExtraInput>()->set_extra_input_channel(0, ""); }, {"must not be empty"});
 }
 
+TEST(Channels, AMissingExtraInputNamesTheOpItWasFor) {
+  Sequential seq({std::make_shared<AddExtraInput>(), std::make_shared<Identity>(), std::make_shared<AddExtraInput>()});
+  expect_error([&] { seq(ones({2}), {}); },
+               {"expected 2 extra input(s)", "got 0", "extra input 0 is missing", "AddExtraInput(addextrainput0)"});
+  expect_error([&] { seq(ones({2}), {ones({2})}); },
+               {"expected 2 extra input(s)", "got 1", "extra input 1 is missing", "AddExtraInput(addextrainput1)",
+                "(op 2)"});
+  expect_error([&] { seq(ones({2}), {ones({2}), ones({2}), ones({2})}); }, {"got 3", "too many"});
+}
+
 TEST(FuserExecution, OneTapeNodePerCall) {
   Tape tape;
   TapeScope scope(tape);
@@ -344,10 +428,12 @@ TEST(FusionRegistry, RegistrationFromThreadsWhileSequentialsRun) {
   }
   std::vector<std::thread> registrars;
   for (int t = 0; t < 2; ++t) {
-    registrars.emplace_back([] {
+    registrars.emplace_back([t] {
+      const std::string forward_name = "noop_forward" + std::to_string(t);
+      const std::string backward_name = "noop_backward" + std::to_string(t);  // names are unique over passes
       for (int i = 0; i < 200; ++i) {
-        FusionHandle h = register_forward_fusion("noop", [](OpList ops, const FusionFacts&) { return ops; }, i % 2);
-        FusionHandle g = register_backward_fusion("noop", [](OpList ops, const FusionFacts&) { return ops; });
+        FusionHandle h = register_forward_fusion(forward_name, [](OpList ops, const FusionFacts&) { return ops; }, i % 2);
+        FusionHandle g = register_backward_fusion(backward_name, [](OpList ops, const FusionFacts&) { return ops; });
         h.unregister();
         g.unregister();
       }
@@ -357,6 +443,24 @@ TEST(FusionRegistry, RegistrationFromThreadsWhileSequentialsRun) {
   stop = true;
   for (auto& r : runners) r.join();
   EXPECT_GT(calls.load(), 0);
+}
+
+TEST(FusionRegistry, EmptyAndDuplicateNamesAreRejected) {
+  auto noop = [](OpList ops, const FusionFacts&) { return ops; };
+  expect_error([&] { register_forward_fusion("", noop); }, {"register fusion", "name is empty"});
+  // The built-ins hold their names too, in every pass.
+  expect_error([&] { register_backward_fusion("ForwardLinearBiasActivation", noop); },
+               {"'ForwardLinearBiasActivation'", "already registered"});
+  {
+    ScopedFusion first(register_forward_fusion("taken", noop));
+    expect_error([&] { register_forward_fusion("taken", noop); }, {"'taken'", "already registered"});
+    expect_error([&] { register_forward_backward_fusion("taken", noop, true); }, {"'taken'", "already registered"});
+    const auto names = registered_fusion_names();
+    EXPECT_EQ(std::count(names.begin(), names.end(), "taken"), 1);
+  }
+  // Unregistering frees the name: this is how a fusion is replaced.
+  FusionHandle again = register_backward_fusion("taken", noop);
+  again.unregister();
 }
 
 }  // namespace

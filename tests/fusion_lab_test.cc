@@ -106,6 +106,26 @@ TEST(FusionLab, ExplainListsMatchesAndRejectionsWithReasons) {
   EXPECT_LT(text.find("ForwardLinearBiasAdd"), text.find("ForwardLinearBiasActivation")) << text;
 }
 
+// The backward twin of the order check above: the built-in backward fusions in priority order.
+TEST(FusionLab, BuiltinBackwardFusionsRunInPriorityOrder) {
+  std::vector<std::string> builtin;
+  for (const RegisteredFusion& f : fusion_snapshot().backward) {
+    if (f.name.rfind("Backward", 0) == 0) builtin.push_back(f.name);
+  }
+  EXPECT_EQ(builtin, (std::vector<std::string>{"BackwardLinearAdd", "BackwardActivationBias", "BackwardAddRMSNorm"}));
+
+  Sequential seq({std::make_shared<Linear>(4, 4), std::make_shared<Bias>(4), std::make_shared<GELU>()});
+  const std::string text = seq.explain();
+  const size_t backward = text.find("backward pass:");
+  ASSERT_NE(backward, std::string::npos) << text;
+  const size_t linear_add = text.find("BackwardLinearAdd", backward);
+  const size_t activation_bias = text.find("BackwardActivationBias", backward);
+  const size_t add_rmsnorm = text.find("BackwardAddRMSNorm", backward);
+  ASSERT_NE(add_rmsnorm, std::string::npos) << text;
+  EXPECT_LT(linear_add, activation_bias) << text;
+  EXPECT_LT(activation_bias, add_rmsnorm) << text;
+}
+
 TEST(FusionLab, ExplainLogsHandWrittenFusionsFromWhatTheyCreated) {
   ScopedFusion fusion(register_forward_fusion("double_identity", [](OpList ops, const FusionFacts&) {
     return fuse_pairs<Identity, Identity, WrongDouble>(ops);
@@ -161,6 +181,38 @@ TEST(FusionLab, BisectFindsTheFusionThatChangesTheResult) {
   Sequential clean({std::make_shared<Linear>(4, 4), std::make_shared<Bias>(4), std::make_shared<GELU>()});
   EXPECT_EQ(bisect_fusions(clean, x, {}, 1e-5), std::nullopt);
   EXPECT_NE(seq.describe().find("SlightlyOff"), std::string::npos);  // the Sequential is restored
+}
+
+bool same_switches(const Sequential::FusionSwitches& a, const Sequential::FusionSwitches& b) {
+  return a.enabled == b.enabled && a.disabled == b.disabled;
+}
+
+TEST(FusionLab, BisectAndCheckFusionRestoreTheCallersSwitchesExactly) {
+  Sequential seq({std::make_shared<Linear>(4, 4), std::make_shared<Bias>(4), std::make_shared<GELU>()});
+  seq.set_fusion_enabled("BackwardActivationBias", false).set_fusion_enabled("NotRegistered", false);
+  const Sequential::FusionSwitches before = seq.fusion_switches();
+  const std::string lists = seq.describe();
+  const Tensor x = random_tensor({5, 4}, DType::Float32, 9);
+
+  bisect_fusions(seq, x, {}, 1e-5);
+  EXPECT_TRUE(same_switches(seq.fusion_switches(), before));
+  EXPECT_TRUE(check_fusion("ForwardLinearBiasActivation", seq, x).ok);
+  EXPECT_TRUE(same_switches(seq.fusion_switches(), before));
+  EXPECT_EQ(seq.describe(), lists);
+
+  // Fusion switched off altogether stays off.
+  seq.set_fusion_enabled(false);
+  const Sequential::FusionSwitches off = seq.fusion_switches();
+  check_fusion("ForwardLinearBiasActivation", seq, x);
+  EXPECT_TRUE(same_switches(seq.fusion_switches(), off));
+  bisect_fusions(seq, x, {}, 1e-5);
+  EXPECT_TRUE(same_switches(seq.fusion_switches(), off));
+
+  // Also when a run throws: a [5, 3] input does not fit Linear(4, 4).
+  EXPECT_THROW(bisect_fusions(seq, random_tensor({5, 3}, DType::Float32, 9), {}, 1e-5), Error);
+  EXPECT_TRUE(same_switches(seq.fusion_switches(), off));
+  EXPECT_FALSE(check_fusion("ForwardLinearBiasActivation", seq, random_tensor({5, 3}, DType::Float32, 9)).ok);
+  EXPECT_TRUE(same_switches(seq.fusion_switches(), off));
 }
 
 struct Doubler : BasicOp {

@@ -46,6 +46,24 @@ void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t c
 }
 
 template <class T>
+void expand(const T* x, const StridedIndex& src, T* out, int64_t n) {
+#pragma omp parallel for if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) out[i] = x[src.offset(i)];
+}
+
+template <class T>
+void sum_broadcast(const T* grad, const StridedIndex& kept, const StridedIndex& summed, int64_t count, T* out,
+                   int64_t n) {
+#pragma omp parallel for if (n * count > kParallelGrain)
+  for (int64_t j = 0; j < n; ++j) {
+    const T* base = grad + kept.offset(j);
+    compute_t<T> sum = 0;
+    for (int64_t k = 0; k < count; ++k) sum += compute_t<T>(base[summed.offset(k)]);
+    out[j] = T(sum);
+  }
+}
+
+template <class T>
 void scale(const T* x, compute_t<T> alpha, T* out, int64_t n) {
 #pragma omp parallel for simd if (parallel : n > kParallelGrain)
   for (int64_t i = 0; i < n; ++i) out[i] = T(alpha * compute_t<T>(x[i]));
@@ -135,6 +153,9 @@ void transpose(const T* x, T* out, int64_t batch, int64_t rows, int64_t cols) {
 
 #define FUSELAB_INSTANTIATE(T)                                                                   \
   template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast);        \
+  template void expand<T>(const T*, const StridedIndex&, T*, int64_t);                           \
+  template void sum_broadcast<T>(const T*, const StridedIndex&, const StridedIndex&, int64_t, T*,  \
+                                 int64_t);                                                       \
   template void scale<T>(const T*, compute_t<T>, T*, int64_t);                                  \
   template void axpy<T>(compute_t<T>, const T*, T*, int64_t);                                    \
   template T sum_all<T>(const T*, int64_t);                                                      \

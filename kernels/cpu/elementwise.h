@@ -7,12 +7,23 @@
 #include "kernels/activation_math.h"
 #include "kernels/bfloat16.h"
 #include "kernels/elementwise_kinds.h"
+#include "kernels/strided_index.h"
 
 namespace fuselab::kernels::cpu {
 
 // out = a (op) b, elementwise.
 template <class T>
 void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t cols, Broadcast broadcast);
+
+// out[i] = x[src.offset(i)] for the n elements of a broadcast result (kernels/strided_index.h).
+template <class T>
+void expand(const T* x, const StridedIndex& src, T* out, int64_t n);
+
+// out[j] = sum_{k < count} grad[kept.offset(j) + summed.offset(k)] for j < n, summed in
+// compute_t<T>: a broadcast operand's grad (kernels/strided_index.h).
+template <class T>
+void sum_broadcast(const T* grad, const StridedIndex& kept, const StridedIndex& summed, int64_t count, T* out,
+                   int64_t n);
 
 // out = alpha * x
 template <class T>

@@ -30,6 +30,22 @@ __global__ void binary_kernel(BinaryOp op, const T* a, const T* b, T* out, int64
 }
 
 template <class T>
+__global__ void expand_kernel(const T* x, StridedIndex src, T* out, int64_t n) {
+  FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = x[src.offset(i)];
+}
+
+template <class T>
+__global__ void sum_broadcast_kernel(const T* grad, StridedIndex kept, StridedIndex summed, int64_t count, T* out,
+                                     int64_t n) {
+  FUSELAB_GRID_STRIDE_LOOP(j, n) {
+    const T* base = grad + kept.offset(j);
+    compute_t<T> sum = 0;
+    for (int64_t k = 0; k < count; ++k) sum += compute_t<T>(base[summed.offset(k)]);
+    out[j] = T(sum);
+  }
+}
+
+template <class T>
 __global__ void scale_kernel(const T* x, compute_t<T> alpha, T* out, int64_t n) {
   FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = T(alpha * compute_t<T>(x[i]));
 }
@@ -95,6 +111,23 @@ void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t c
   use_device(device);
   binary_kernel<T><<<blocks_for(n), kThreads>>>(op, a, b, out, n, cols, broadcast);
   check_launch("binary_kernel");
+}
+
+template <class T>
+void expand(const T* x, const StridedIndex& src, T* out, int64_t n, int device) {
+  if (n == 0) return;
+  use_device(device);
+  expand_kernel<T><<<blocks_for(n), kThreads>>>(x, src, out, n);
+  check_launch("expand_kernel");
+}
+
+template <class T>
+void sum_broadcast(const T* grad, const StridedIndex& kept, const StridedIndex& summed, int64_t count, T* out,
+                   int64_t n, int device) {
+  if (n == 0) return;
+  use_device(device);
+  sum_broadcast_kernel<T><<<blocks_for(n), kThreads>>>(grad, kept, summed, count, out, n);
+  check_launch("sum_broadcast_kernel");
 }
 
 template <class T>

@@ -10,12 +10,23 @@
 #include "kernels/activation_math.h"
 #include "kernels/bfloat16.h"
 #include "kernels/elementwise_kinds.h"
+#include "kernels/strided_index.h"
 
 namespace fuselab::kernels::cuda {
 
 // out = a (op) b for a of [rows, cols], b broadcast as `broadcast` says.
 template <class T>
 void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t cols, Broadcast broadcast, int device);
+
+// out[i] = x[src.offset(i)] for the n elements of a broadcast result (kernels/strided_index.h).
+template <class T>
+void expand(const T* x, const StridedIndex& src, T* out, int64_t n, int device);
+
+// out[j] = sum_{k < count} grad[kept.offset(j) + summed.offset(k)] for j < n: one thread per
+// output element, summing in compute_t<T> in a fixed order (deterministic).
+template <class T>
+void sum_broadcast(const T* grad, const StridedIndex& kept, const StridedIndex& summed, int64_t count, T* out,
+                   int64_t n, int device);
 
 // out = alpha * x
 template <class T>
@@ -55,6 +66,9 @@ void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, compute_t<T>* scra
 // The kernels that take bfloat16 too (T = float, double, bfloat16) ...
 #define FUSELAB_CUDA_ELEMENTWISE_BF16_INSTANTIATE(T)                                              \
   template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast, int); \
+  template void expand<T>(const T*, const StridedIndex&, T*, int64_t, int);                    \
+  template void sum_broadcast<T>(const T*, const StridedIndex&, const StridedIndex&, int64_t, T*, \
+                                 int64_t, int);                                                \
   template void scale<T>(const T*, compute_t<T>, T*, int64_t, int);                            \
   template void axpy<T>(compute_t<T>, const T*, T*, int64_t, int);                             \
   template void activation_forward<T>(Activation, const T*, T*, int64_t, int);                  \

@@ -42,6 +42,12 @@ void cast(const From*, To*, int64_t, int) {
 template <class T>
 void binary(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast, int) { unavailable("binary_kernel"); }
 template <class T>
+void expand(const T*, const StridedIndex&, T*, int64_t, int) { unavailable("expand_kernel"); }
+template <class T>
+void sum_broadcast(const T*, const StridedIndex&, const StridedIndex&, int64_t, T*, int64_t, int) {
+  unavailable("sum_broadcast_kernel");
+}
+template <class T>
 void scale(const T*, compute_t<T>, T*, int64_t, int) { unavailable("scale_kernel"); }
 template <class T>
 void axpy(compute_t<T>, const T*, T*, int64_t, int) { unavailable("axpy_kernel"); }

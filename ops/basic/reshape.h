@@ -17,7 +17,7 @@ class Reshape : public BasicOp {
   OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override {
     check(x.defined(), describe(), ": undefined input");
     if (ctx.requires_backward()) ctx.save<ReshapeSaved>().input_shape = x.shape();
-    return {x.view(shape_), {}};
+    return {x.view(shape_, describe()), {}};
   }
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override {
     return {dy.view(ctx.saved<ReshapeSaved>(describe()).input_shape), {}, {}};
