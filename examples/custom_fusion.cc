@@ -10,7 +10,7 @@
 #include <cstdio>
 
 #include "autograd/functional.h"
-#include "fuser/fuse_window.h"
+#include "ops/fuse_window.h"
 #include "fuser/sequential.h"
 #include "ops/basic/constant_scale.h"
 #include "ops/basic/linear.h"
@@ -41,7 +41,7 @@ class Square : public BasicOp {
 // --- a forward fusion: Linear then Square ---------------------------------------------------
 class ForwardLinearSquare : public FusedOp {
  public:
-  explicit ForwardLinearSquare(const OpList& ops) : FusedOp("ForwardLinearSquare", ops, {Pass::Forward}) {}
+  explicit ForwardLinearSquare(const OpList& ops) : FusedOp("ForwardLinearSquare", ops, Pass::Forward) {}
   FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x, const TensorLists&) override {
     Linear& linear = op<Linear>(0);
     const Tensor pre = math::matmul(x, false, linear.weight(), true);
@@ -54,7 +54,7 @@ class ForwardLinearSquare : public FusedOp {
 // --- a backward fusion: Square then ConstantScale --------------------------------------------
 class BackwardSquareScale : public FusedOp {
  public:
-  explicit BackwardSquareScale(const OpList& ops) : FusedOp("BackwardSquareScale", ops, {Pass::Backward}) {}
+  explicit BackwardSquareScale(const OpList& ops) : FusedOp("BackwardSquareScale", ops, Pass::Backward) {}
   FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy, const TensorLists&) override {
     const Tensor& x = ctxs[0]->saved<SquareSaved>("BackwardSquareScale").input;
     const double s = op<ConstantScale>(1).scale();

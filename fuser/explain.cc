@@ -3,14 +3,6 @@
 #include <sstream>
 
 namespace fuselab {
-namespace {
-thread_local FusionStepLog* current_step = nullptr;
-}  // namespace
-
-FusionStepLog* current_fusion_step() { return current_step; }
-
-FusionStepScope::FusionStepScope(FusionStepLog* step) : previous_(current_step) { current_step = step; }
-FusionStepScope::~FusionStepScope() { current_step = previous_; }
 
 std::string ExplainLog::str() const {
   std::ostringstream out;

@@ -67,14 +67,6 @@ struct FusionCheckResult {
 FusionCheckResult check_fusion(const std::string& name, Sequential& seq, const Tensor& x,
                                const std::vector<Tensor>& extras = {});
 
-// An example model on which a fusion fires: ops plus inputs of the given dtype.
-struct FusionExample {
-  std::vector<std::shared_ptr<BasicOp>> ops;
-  Tensor input;
-  std::vector<Tensor> extra_inputs;
-};
-using FusionExampleMaker = std::function<FusionExample(int64_t rows, int64_t width, DType dtype, Generator& gen)>;
-
 void register_fusion_example(const std::string& fusion, FusionExampleMaker maker);
 // The example registered for a fusion, or an empty function.
 FusionExampleMaker fusion_example(const std::string& fusion);

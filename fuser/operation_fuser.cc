@@ -35,8 +35,8 @@ OperationFuser::OperationFuser(std::vector<std::shared_ptr<BasicOp>> ops) {
   program_ = std::make_shared<const Program>(Program{std::move(ops), std::move(plan)});
 }
 
-IndexedOpList OperationFuser::check_cover(const OpList& ops, const std::string& fusion, const char* pass,
-                                          const std::vector<Pass>& required) const {
+IndexedOpList OperationFuser::check_cover(const OpList& ops, const std::string& fusion, Pass pass_kind) const {
+  const char* pass = pass_name(pass_kind);
   const auto& expected = program_->ops;
   IndexedOpList indexed{ops, {}};
   std::vector<std::shared_ptr<BasicOp>> flat;
@@ -49,10 +49,8 @@ IndexedOpList OperationFuser::check_cover(const OpList& ops, const std::string& 
     }
     check(!cover.empty(), "fusion function '", fusion, "' (", pass, " pass) returned ", op->describe(),
           ", which covers no basic op");
-    for (Pass p : required) {
-      check(op->implements(p), "fusion function '", fusion, "' placed ", op->describe(), " in the ", pass,
-            " list, but it does not implement the ", p == Pass::Forward ? "forward" : "backward", " pass");
-    }
+    check(op->implements(pass_kind), "fusion function '", fusion, "' placed ", op->describe(), " in the ", pass,
+          " list, but it does not implement the ", pass, " pass");
     indexed.covers.push_back(std::move(cover));
   }
   bool same = flat.size() == expected.size();
@@ -86,9 +84,9 @@ bool fusion_log_requested() {
 
 FusedLists OperationFuser::fuse_lists(const FusionFacts& facts, ExplainLog* log) const {
   const FusionSnapshot snapshot = fusion_snapshot();
-  auto apply = [&](OpList ops, const std::vector<RegisteredFusion>& fusions, const char* pass,
-                   const std::vector<Pass>& required) {
-    IndexedOpList indexed = check_cover(ops, "(none)", pass, required);
+  auto apply = [&](OpList ops, const std::vector<RegisteredFusion>& fusions, Pass pass_kind) {
+    const char* pass = pass_name(pass_kind);
+    IndexedOpList indexed = check_cover(ops, "(none)", pass_kind);
     PassLog* pass_log = log ? &log->passes.emplace_back(PassLog{pass, {}}) : nullptr;
     for (const RegisteredFusion& fusion : fusions) {
       FusionStepLog step{fusion.name, snapshot.disabled.count(fusion.name) || disabled_.count(fusion.name) > 0, {}};
@@ -108,16 +106,15 @@ FusedLists OperationFuser::fuse_lists(const FusionFacts& facts, ExplainLog* log)
         }
         // Hand-written fusion functions report nothing themselves: log what they created.
         if (log && step.events.empty()) log_new_fused_ops(indexed.ops, fused, step);
-        indexed = check_cover(fused, fusion.name, pass, required);
+        indexed = check_cover(fused, fusion.name, pass_kind);
       }
       if (pass_log) pass_log->steps.push_back(std::move(step));
     }
     return indexed;
   };
-  const IndexedOpList joint =
-      apply(as_op_list(program_->ops), snapshot.joint, "joint", {Pass::Forward, Pass::Backward});
-  FusedLists lists{apply(joint.ops, snapshot.forward, "forward", {Pass::Forward}),
-                   apply(joint.ops, snapshot.backward, "backward", {Pass::Backward})};
+  const IndexedOpList joint = apply(as_op_list(program_->ops), snapshot.joint, Pass::ForwardBackward);
+  FusedLists lists{apply(joint.ops, snapshot.forward, Pass::Forward),
+                   apply(joint.ops, snapshot.backward, Pass::Backward)};
   return lists;
 }
 
@@ -154,7 +151,7 @@ std::shared_ptr<const FusedLists> OperationFuser::lists(const FusionFacts& facts
       lists = std::make_shared<const FusedLists>(fuse_lists(facts, nullptr));
     }
   } else {
-    const IndexedOpList basic = check_cover(as_op_list(program_->ops), "(fusion off)", "unfused", {});
+    const IndexedOpList basic = check_cover(as_op_list(program_->ops), "(fusion off)", Pass::ForwardBackward);
     lists = std::make_shared<const FusedLists>(FusedLists{basic, basic});
   }
   cache_.push_back({facts, fuse, lists});

@@ -63,8 +63,7 @@ class OperationFuser {
                             std::vector<std::vector<Tensor>>& extra_values);
   static std::vector<Tensor> backward(CallState& state, const std::vector<Tensor>& grads, const EmitGrad& emit);
   FusedLists fuse_lists(const FusionFacts& facts, ExplainLog* log) const;
-  IndexedOpList check_cover(const OpList& ops, const std::string& fusion, const char* pass,
-                            const std::vector<Pass>& required) const;
+  IndexedOpList check_cover(const OpList& ops, const std::string& fusion, Pass pass) const;
 
   std::shared_ptr<const Program> program_;
 

@@ -17,11 +17,11 @@ struct Registry {
 
   void changed() { generation = ++state.generation; }
 
-  std::vector<RegisteredFusion>& list(FusionPass pass) {
+  std::vector<RegisteredFusion>& list(Pass pass) {
     switch (pass) {
-      case FusionPass::Forward: return state.forward;
-      case FusionPass::Backward: return state.backward;
-      case FusionPass::ForwardBackward: return state.joint;
+      case Pass::Forward: return state.forward;
+      case Pass::Backward: return state.backward;
+      case Pass::ForwardBackward: return state.joint;
     }
     return state.forward;
   }
@@ -65,7 +65,7 @@ void check_name_is_free(const FusionSnapshot& state, const std::string& name) {
   }
 }
 
-FusionHandle add(FusionPass pass, std::string name, FusionFunction fn, bool prepend) {
+FusionHandle add(Pass pass, std::string name, FusionFunction fn, bool prepend) {
   check(static_cast<bool>(fn), "register fusion '", name, "': the fusion function is empty");
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
@@ -101,15 +101,15 @@ void FusionHandle::unregister() {
 }
 
 FusionHandle register_forward_fusion(std::string name, FusionFunction fn, bool prepend) {
-  return add(FusionPass::Forward, std::move(name), std::move(fn), prepend);
+  return add(Pass::Forward, std::move(name), std::move(fn), prepend);
 }
 
 FusionHandle register_backward_fusion(std::string name, FusionFunction fn, bool prepend) {
-  return add(FusionPass::Backward, std::move(name), std::move(fn), prepend);
+  return add(Pass::Backward, std::move(name), std::move(fn), prepend);
 }
 
 FusionHandle register_forward_backward_fusion(std::string name, FusionFunction fn, bool prepend) {
-  return add(FusionPass::ForwardBackward, std::move(name), std::move(fn), prepend);
+  return add(Pass::ForwardBackward, std::move(name), std::move(fn), prepend);
 }
 
 FusionSnapshot fusion_snapshot() {

@@ -10,28 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "ops/fusible_op.h"
-#include "tensor/device.h"
-#include "tensor/dtype.h"
+#include "ops/fusion.h"
 
 namespace fuselab {
-
-// Read-only facts a fusion may depend on; a change in any of them re-runs fusion.
-struct FusionFacts {
-  Device device;
-  DType dtype = DType::Float32;
-  bool training = true;
-  bool grad_enabled = true;  // whether this call records a backward
-  bool operator==(const FusionFacts& o) const {
-    return device == o.device && dtype == o.dtype && training == o.training && grad_enabled == o.grad_enabled;
-  }
-};
-
-// Takes a list in forward order (basic ops, and fused ops from earlier fusion functions of the
-// same pass) and returns a new one; the fuser checks that it covers the same basic ops in order.
-using FusionFunction = std::function<OpList(OpList ops, const FusionFacts& facts)>;
-
-enum class FusionPass { Forward, Backward, ForwardBackward };
 
 struct RegisteredFusion {
   uint64_t id;

@@ -1,11 +1,8 @@
 #include "ops/fused_op.h"
 
-#include <algorithm>
-
 namespace fuselab {
 
-FusedOp::FusedOp(std::string type, const OpList& ops, std::vector<Pass> passes)
-    : type_(std::move(type)), passes_(std::move(passes)) {
+FusedOp::FusedOp(std::string type, const OpList& ops, Pass pass) : type_(std::move(type)), pass_(pass) {
   check(!ops.empty(), type_, ": a fused op needs at least one basic op");
   for (const auto& op : ops) {
     auto basic = std::dynamic_pointer_cast<BasicOp>(op);
@@ -16,7 +13,7 @@ FusedOp::FusedOp(std::string type, const OpList& ops, std::vector<Pass> passes)
 }
 
 bool FusedOp::implements(Pass pass) const {
-  return std::find(passes_.begin(), passes_.end(), pass) != passes_.end();
+  return pass_ == pass || pass_ == Pass::ForwardBackward;
 }
 
 std::string FusedOp::describe() const {

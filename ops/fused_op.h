@@ -12,7 +12,7 @@ namespace fuselab {
 class FusedOp : public FusibleOp {
  public:
   // Throws unless `ops` is non-empty and every entry is a basic op (fused ops never nest).
-  FusedOp(std::string type, const OpList& ops, std::vector<Pass> passes);
+  FusedOp(std::string type, const OpList& ops, Pass pass);
 
   const std::string& type() const { return type_; }
   bool is_fused() const override { return true; }
@@ -36,7 +36,7 @@ class FusedOp : public FusibleOp {
  private:
   std::string type_;
   std::vector<std::shared_ptr<BasicOp>> ops_;
-  std::vector<Pass> passes_;
+  Pass pass_;
 };
 
 }  // namespace fuselab

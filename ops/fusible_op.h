@@ -26,7 +26,18 @@ struct FusedBackward {
   TensorLists grad_params;        // [i] has parameters().size() entries (undefined = not needed)
 };
 
-enum class Pass { Forward, Backward };
+// The pass a fusion runs in and a fused op implements: forward, backward, or both (a joint op,
+// made by a forward-backward fusion, which may save less in forward and recompute in backward).
+enum class Pass { Forward, Backward, ForwardBackward };
+
+inline const char* pass_name(Pass pass) {
+  switch (pass) {
+    case Pass::Forward: return "forward";
+    case Pass::Backward: return "backward";
+    case Pass::ForwardBackward: return "joint";
+  }
+  return "?";
+}
 
 class FusibleOp {
  public:

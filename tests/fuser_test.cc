@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "autograd/functional.h"
-#include "fuser/fuse_window.h"
+#include "ops/fuse_window.h"
 #include "fuser/sequential.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
@@ -39,8 +39,8 @@ Sequential three_ops() {
 // A fused op that implements both passes by running its basic ops one after another.
 class Chain : public FusedOp {
  public:
-  explicit Chain(const OpList& ops, std::vector<Pass> passes = {Pass::Forward, Pass::Backward})
-      : FusedOp("Chain", ops, std::move(passes)) {}
+  explicit Chain(const OpList& ops, Pass pass = Pass::ForwardBackward)
+      : FusedOp("Chain", ops, pass) {}
   FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x, const TensorLists& extra) override {
     Tensor y = x;
     for (size_t i = 0; i < ctxs.size(); ++i) y = basic_ops()[i]->op_forward(*ctxs[i], y, extra[i]).output;
@@ -97,7 +97,7 @@ TEST(FuserValidation, MismatchMessageShowsBothSequences) {
 
 TEST(FuserValidation, ForwardOnlyFusedOpInTheBackwardListIsRejected) {
   ScopedFusion fusion(register_backward_fusion("misplaced", [](OpList ops, const FusionFacts&) {
-    return OpList{std::make_shared<Chain>(ops, std::vector<Pass>{Pass::Forward})};
+    return OpList{std::make_shared<Chain>(ops, Pass::Forward)};
   }));
   Sequential seq = three_ops();
   expect_error([&] { seq.describe(); }, {"misplaced", "Chain(constantscale0, identity0, constantscale1)",
@@ -217,7 +217,7 @@ TEST(FuserValidation, NonFuselabExceptionsFromAFusionFunctionNameTheFusion) {
 TEST(FuserValidation, FusedOpReturningWrongExtraOutputCountIsRejected) {
   class NoExtras : public FusedOp {
    public:
-    explicit NoExtras(const OpList& ops) : FusedOp("NoExtras", ops, {Pass::Forward}) {}
+    explicit NoExtras(const OpList& ops) : FusedOp("NoExtras", ops, Pass::Forward) {}
     FusedForward fuser_forward(const std::vector<OpContext*>&, const Tensor& x, const TensorLists&) override {
       return {x, TensorLists(1)};  // MakeExtraOutput owes one extra output
     }

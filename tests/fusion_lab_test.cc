@@ -4,7 +4,7 @@
 
 #include "autograd/functional.h"
 #include "fuser/bisect.h"
-#include "fuser/pattern.h"
+#include "ops/fusion_pattern.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/bias.h"
@@ -46,7 +46,7 @@ TEST(FusionLab, EveryRegisteredFusionMatchesUnfusedOnRandomShapes) {
 // Claims to fuse Identity pairs but doubles the output: check_fusion must catch it.
 class WrongDouble : public FusedOp {
  public:
-  explicit WrongDouble(const OpList& ops) : FusedOp("WrongDouble", ops, {Pass::Forward}) {}
+  explicit WrongDouble(const OpList& ops) : FusedOp("WrongDouble", ops, Pass::Forward) {}
   FusedForward fuser_forward(const std::vector<OpContext*>&, const Tensor& x, const TensorLists&) override {
     return {math::scaled(x, 2.0), TensorLists(2)};
   }
@@ -55,7 +55,7 @@ class WrongDouble : public FusedOp {
 // A backward fusion that reads state the unfused forward never saves.
 class ReadsMissingState : public FusedOp {
  public:
-  explicit ReadsMissingState(const OpList& ops) : FusedOp("ReadsMissingState", ops, {Pass::Backward}) {}
+  explicit ReadsMissingState(const OpList& ops) : FusedOp("ReadsMissingState", ops, Pass::Backward) {}
   FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor&, const TensorLists&) override {
     ctxs[0]->saved<ActivationSaved>("ReadsMissingState");
     return {};
@@ -162,7 +162,7 @@ TEST(FusionLab, PerFusionSwitchesPerSequentialAndGlobal) {
 // Adds 1e-3 to the output: a fusion that changes the result.
 class SlightlyOff : public FusedOp {
  public:
-  explicit SlightlyOff(const OpList& ops) : FusedOp("SlightlyOff", ops, {Pass::Forward}) {}
+  explicit SlightlyOff(const OpList& ops) : FusedOp("SlightlyOff", ops, Pass::Forward) {}
   FusedForward fuser_forward(const std::vector<OpContext*>&, const Tensor& x, const TensorLists&) override {
     Tensor y = math::scaled(x, 1.0);
     math::add_(y, full(x.shape(), 1e-3, x.dtype()));

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "autograd/functional.h"
-#include "fuser/fuse_window.h"
+#include "ops/fuse_window.h"
 #include "fuser/sequential.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
@@ -60,7 +60,7 @@ TEST(UserOps, CustomBasicOpWithAParameter) {
 // Forward-only: out = s x + extra over (ConstantScale, AddExtraInput); backward runs unfused.
 class ForwardAxpy : public FusedOp {
  public:
-  explicit ForwardAxpy(const OpList& ops) : FusedOp("ForwardAxpy", ops, {Pass::Forward}) {}
+  explicit ForwardAxpy(const OpList& ops) : FusedOp("ForwardAxpy", ops, Pass::Forward) {}
   FusedForward fuser_forward(const std::vector<OpContext*>&, const Tensor& x, const TensorLists& extra) override {
     ++calls;
     Tensor out = extra[1][0].clone();
@@ -87,7 +87,7 @@ TEST(UserFusions, ForwardOnlyFusedOpWithUnfusedBackward) {
 // Forward-only, filling the contexts that the unfused Linear and SiLU backward read.
 class CustomForwardLinearSiLU : public FusedOp {
  public:
-  explicit CustomForwardLinearSiLU(const OpList& ops) : FusedOp("CustomForwardLinearSiLU", ops, {Pass::Forward}) {}
+  explicit CustomForwardLinearSiLU(const OpList& ops) : FusedOp("CustomForwardLinearSiLU", ops, Pass::Forward) {}
   FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x, const TensorLists&) override {
     Linear& linear = op<Linear>(0);
     const Tensor pre = math::matmul(x, false, linear.weight(), true);
@@ -112,7 +112,7 @@ TEST(UserFusions, ForwardFusedOpFillsTheContextsTheUnfusedBackwardReads) {
 // registered with prepend so that it wins over the built-in BackwardLinearAdd.
 class CustomBackwardLinearAdd : public FusedOp {
  public:
-  explicit CustomBackwardLinearAdd(const OpList& ops) : FusedOp("CustomBackwardLinearAdd", ops, {Pass::Backward}) {}
+  explicit CustomBackwardLinearAdd(const OpList& ops) : FusedOp("CustomBackwardLinearAdd", ops, Pass::Backward) {}
   FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
                                const TensorLists& grad_extra_outputs) override {
     const LinearSaved& saved = ctxs[1]->saved<LinearSaved>("CustomBackwardLinearAdd");
@@ -140,7 +140,7 @@ TEST(UserFusions, BackwardFusedOpPrependedWinsOverTheBuiltin) {
 class CustomLinearSiLU : public FusedOp {
  public:
   explicit CustomLinearSiLU(const OpList& ops)
-      : FusedOp("CustomLinearSiLU", ops, {Pass::Forward, Pass::Backward}) {}
+      : FusedOp("CustomLinearSiLU", ops, Pass::ForwardBackward) {}
   FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x, const TensorLists&) override {
     Linear& linear = op<Linear>(0);
     Linear::save_for_backward(*ctxs[0], x, linear.weight());

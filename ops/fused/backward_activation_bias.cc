@@ -4,6 +4,8 @@
 #include "kernels/cuda/linear_epilogue.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/bias.h"
+#include "ops/basic/linear.h"
+#include "ops/fusion_pattern.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -11,7 +13,7 @@
 namespace fuselab {
 
 BackwardActivationBias::BackwardActivationBias(const OpList& ops)
-    : FusedOp("BackwardActivationBias", ops, {Pass::Backward}) {}
+    : FusedOp("BackwardActivationBias", ops, Pass::Backward) {}
 
 FusedBackward BackwardActivationBias::fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
                                                      const TensorLists&) {
@@ -38,6 +40,18 @@ FusedBackward BackwardActivationBias::fuser_backward(const std::vector<OpContext
                                                    scratch.cuda_data<compute_t<T>>(), rows, cols, pre.device().index);
       });
   return {dpre, TensorLists(2), {{db}, {}}};
+}
+
+FusionDefinition backward_activation_bias_fusion() {
+  FusionPattern pattern{{slot<Bias>(), slot<ReLU, GELU, SiLU>()},
+                        {},
+                        [](const OpList& ops) { return std::make_shared<BackwardActivationBias>(ops); }};
+  return {"BackwardActivationBias", Pass::Backward, fuse_pattern(std::move(pattern)),
+          [](int64_t rows, int64_t w, DType dtype, Generator& gen) {
+            return make_fusion_example({std::make_shared<Linear>(w, w, &gen), std::make_shared<Bias>(w, 0.5, &gen),
+                                        std::make_shared<SiLU>()},
+                                       rows, w, dtype, gen);
+          }};
 }
 
 }  // namespace fuselab

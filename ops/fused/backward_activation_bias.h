@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ops/fused_op.h"
+#include "ops/fusion.h"
 
 namespace fuselab {
 
@@ -14,5 +15,8 @@ class BackwardActivationBias : public FusedOp {
   FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
                                const TensorLists& grad_extra_outputs) override;
 };
+
+// The fusion that makes it: its pattern, with the reason for each predicate, and its example model.
+FusionDefinition backward_activation_bias_fusion();
 
 }  // namespace fuselab

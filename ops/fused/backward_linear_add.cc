@@ -1,10 +1,12 @@
 #include "ops/fused/backward_linear_add.h"
 
 #include "ops/basic/linear.h"
+#include "ops/basic/make_extra_output.h"
+#include "ops/fusion_pattern.h"
 
 namespace fuselab {
 
-BackwardLinearAdd::BackwardLinearAdd(const OpList& ops) : FusedOp("BackwardLinearAdd", ops, {Pass::Backward}) {}
+BackwardLinearAdd::BackwardLinearAdd(const OpList& ops) : FusedOp("BackwardLinearAdd", ops, Pass::Backward) {}
 
 FusedBackward BackwardLinearAdd::fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
                                                 const TensorLists& grad_extra_outputs) {
@@ -15,6 +17,17 @@ FusedBackward BackwardLinearAdd::fuser_backward(const std::vector<OpContext*>& c
                   : Tensor();
   Tensor dw = ctxs[1]->params_require_grad.at(0) ? Linear::weight_grad(dy, saved.input) : Tensor();
   return {dx, TensorLists(2), {{}, {dw}}};
+}
+
+FusionDefinition backward_linear_add_fusion() {
+  FusionPattern pattern{{slot<MakeExtraOutput>(), slot<Linear>()},
+                        {},
+                        [](const OpList& ops) { return std::make_shared<BackwardLinearAdd>(ops); }};
+  return {"BackwardLinearAdd", Pass::Backward, fuse_pattern(std::move(pattern)),
+          [](int64_t rows, int64_t w, DType dtype, Generator& gen) {
+            return make_fusion_example({std::make_shared<MakeExtraOutput>(), std::make_shared<Linear>(w, w, &gen)},
+                                       rows, w, dtype, gen);
+          }};
 }
 
 }  // namespace fuselab

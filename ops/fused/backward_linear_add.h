@@ -5,6 +5,7 @@
 #pragma once
 
 #include "ops/fused_op.h"
+#include "ops/fusion.h"
 
 namespace fuselab {
 
@@ -15,5 +16,8 @@ class BackwardLinearAdd : public FusedOp {
   FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
                                const TensorLists& grad_extra_outputs) override;
 };
+
+// The fusion that makes it: its pattern, with the reason for each predicate, and its example model.
+FusionDefinition backward_linear_add_fusion();
 
 }  // namespace fuselab

@@ -5,6 +5,8 @@
 #include "ops/basic/activation.h"
 #include "ops/basic/bias.h"
 #include "ops/basic/linear.h"
+#include "ops/fused/bias_fits_linear.h"
+#include "ops/fusion_pattern.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -12,7 +14,7 @@
 namespace fuselab {
 
 ForwardLinearBiasActivation::ForwardLinearBiasActivation(const OpList& ops)
-    : FusedOp("ForwardLinearBiasActivation", ops, {Pass::Forward}) {}
+    : FusedOp("ForwardLinearBiasActivation", ops, Pass::Forward) {}
 
 FusedForward ForwardLinearBiasActivation::fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
                                                         const TensorLists&) {
@@ -46,6 +48,18 @@ FusedForward ForwardLinearBiasActivation::fuser_forward(const std::vector<OpCont
   Linear::save_for_backward(*ctxs[0], x, linear.weight());
   if (act != Activation::None) ActivationOp::save_for_backward(*ctxs[2], act == Activation::ReLU ? y : pre);
   return {y, TensorLists(basic_ops().size())};
+}
+
+FusionDefinition forward_linear_bias_activation_fusion() {
+  FusionPattern pattern{{slot<Linear>(), slot<Bias>(), optional_slot<ReLU, GELU, SiLU>()},
+                        {bias_fits_linear()},
+                        [](const OpList& ops) { return std::make_shared<ForwardLinearBiasActivation>(ops); }};
+  return {"ForwardLinearBiasActivation", Pass::Forward, fuse_pattern(std::move(pattern)),
+          [](int64_t rows, int64_t w, DType dtype, Generator& gen) {
+            return make_fusion_example({std::make_shared<Linear>(w, w, &gen), std::make_shared<Bias>(w, 0.5, &gen),
+                                        std::make_shared<GELU>()},
+                                       rows, w, dtype, gen);
+          }};
 }
 
 }  // namespace fuselab

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ops/fused_op.h"
+#include "ops/fusion.h"
 
 namespace fuselab {
 
@@ -18,5 +19,8 @@ class ForwardLinearBiasActivation : public FusedOp {
   FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
                              const TensorLists& extra_inputs) override;
 };
+
+// The fusion that makes it: its pattern, with the reason for each predicate, and its example model.
+FusionDefinition forward_linear_bias_activation_fusion();
 
 }  // namespace fuselab

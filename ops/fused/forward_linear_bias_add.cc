@@ -2,15 +2,18 @@
 
 #include "kernels/cpu/linear_epilogue.h"
 #include "kernels/cuda/linear_epilogue.h"
+#include "ops/basic/add_extra_input.h"
 #include "ops/basic/bias.h"
 #include "ops/basic/linear.h"
+#include "ops/fused/bias_fits_linear.h"
+#include "ops/fusion_pattern.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
 
-ForwardLinearBiasAdd::ForwardLinearBiasAdd(const OpList& ops) : FusedOp("ForwardLinearBiasAdd", ops, {Pass::Forward}) {}
+ForwardLinearBiasAdd::ForwardLinearBiasAdd(const OpList& ops) : FusedOp("ForwardLinearBiasAdd", ops, Pass::Forward) {}
 
 FusedForward ForwardLinearBiasAdd::fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
                                                  const TensorLists& extra_inputs) {
@@ -44,6 +47,18 @@ FusedForward ForwardLinearBiasAdd::fuser_forward(const std::vector<OpContext*>& 
       });
   Linear::save_for_backward(*ctxs[0], x, linear.weight());
   return {y, TensorLists(basic_ops().size())};
+}
+
+FusionDefinition forward_linear_bias_add_fusion() {
+  FusionPattern pattern{{slot<Linear>(), optional_slot<Bias>(), slot<AddExtraInput>()},
+                        {bias_fits_linear()},
+                        [](const OpList& ops) { return std::make_shared<ForwardLinearBiasAdd>(ops); }};
+  return {"ForwardLinearBiasAdd", Pass::Forward, fuse_pattern(std::move(pattern)),
+          [](int64_t rows, int64_t w, DType dtype, Generator& gen) {
+            return make_fusion_example({std::make_shared<Linear>(w, w, &gen), std::make_shared<Bias>(w, 0.5, &gen),
+                                        std::make_shared<AddExtraInput>()},
+                                       rows, w, dtype, gen);
+          }};
 }
 
 }  // namespace fuselab

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ops/fused_op.h"
+#include "ops/fusion.h"
 
 namespace fuselab {
 
@@ -14,5 +15,8 @@ class ForwardLinearBiasAdd : public FusedOp {
   FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
                              const TensorLists& extra_inputs) override;
 };
+
+// The fusion that makes it: its pattern, with the reason for each predicate, and its example model.
+FusionDefinition forward_linear_bias_add_fusion();
 
 }  // namespace fuselab

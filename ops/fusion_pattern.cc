@@ -1,10 +1,10 @@
-#include "fuser/pattern.h"
+#include "ops/fusion_pattern.h"
 
 #include <cxxabi.h>
 
 #include <cstdlib>
 
-#include "fuser/explain.h"
+#include "ops/fusion_trace.h"
 
 namespace fuselab {
 

@@ -18,8 +18,8 @@
 #include <typeinfo>
 #include <vector>
 
-#include "fuser/fuse_window.h"
-#include "fuser/registry.h"
+#include "ops/fuse_window.h"
+#include "ops/fusion.h"
 
 namespace fuselab {
 

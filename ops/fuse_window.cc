@@ -1,4 +1,4 @@
-#include "fuser/fuse_window.h"
+#include "ops/fuse_window.h"
 
 #include <string>
 
