@@ -40,6 +40,8 @@ class Sequential {
   Sequential& train(bool on = true);
   Sequential& eval() { return train(false); }
   bool training() const { return training_; }
+  // Converts every op's parameters in place (BasicOp::to): handles from parameters() taken
+  // before, an optimizer's among them, see the converted tensors.
   Sequential& to(Device device);
   Sequential& to(DType dtype);
 

@@ -13,19 +13,11 @@ void BasicOp::add_parameter(std::string name, Tensor value) {
 }
 
 void BasicOp::to(Device device) {
-  for (Tensor& p : params_) {
-    const bool requires_grad = p.requires_grad();
-    p = p.detach().to(device).detach();
-    p.set_requires_grad(requires_grad);
-  }
+  for (Tensor& p : params_) p.set_data(p.detach().to(device));
 }
 
 void BasicOp::to(DType dtype) {
-  for (Tensor& p : params_) {
-    const bool requires_grad = p.requires_grad();
-    p = p.detach().to(dtype).detach();
-    p.set_requires_grad(requires_grad);
-  }
+  for (Tensor& p : params_) p.set_data(p.detach().to(dtype));
 }
 
 void BasicOp::check_input(const Tensor& x, int64_t features) const {

@@ -34,11 +34,13 @@ class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
   virtual int num_extra_inputs() const { return 0; }
   virtual int num_extra_outputs() const { return 0; }
 
-  // Leaves that require grad (unless frozen). Replaced, not mutated, by to().
+  // Leaves that require grad (unless frozen). to() converts them in place (Tensor::set_data).
   const std::vector<Tensor>& parameters() const { return params_; }
   Tensor& parameter(size_t i) { return params_.at(i); }
   const std::vector<std::string>& parameter_names() const { return param_names_; }
-  // Moves or converts the parameters; they stay leaves with the same requires_grad.
+  // Moves or converts the parameters in place, as PyTorch's module.to(): handles taken before
+  // (by an optimizer, say) then refer to the converted tensors, which keep their requires_grad;
+  // grads are converted with them. Call it between steps, not between a forward and its backward.
   void to(Device device);
   void to(DType dtype);
 

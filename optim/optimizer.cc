@@ -28,12 +28,34 @@ Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
   }
 }
 
+void Optimizer::follow_parameters() {
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const Tensor& p = params_[k];
+    if (p.dtype() != DType::BFloat16) masters_[k] = Tensor();
+    else masters_[k] = masters_[k].defined() ? masters_[k].to(p.device()) : p.detach().to(DType::Float32);
+    const Tensor& w = weights(k);
+    for (auto& of_name : buffers_) {
+      if (of_name[k].defined()) of_name[k] = of_name[k].to(w.device()).to(w.dtype());
+    }
+  }
+}
+
 void Optimizer::step() {
+  follow_parameters();
   std::vector<size_t> stepped;
   std::vector<Tensor> grads;
   for (size_t k = 0; k < params_.size(); ++k) {
-    const Tensor grad = params_[k].grad();
+    const Tensor& p = params_[k];
+    const Tensor grad = p.grad();
     if (!grad.defined()) continue;
+    check(grad.shape() == p.shape() && grad.device() == p.device(), "optimizer: parameter ", k, " of shape ",
+          p.shape(), " on ", p.device(), " has a grad of shape ", grad.shape(), " on ", grad.device());
+    if (!stepped.empty()) {  // a model converted only in part with BasicOp::to()
+      const Tensor& first = params_[stepped[0]];
+      check(p.device() == first.device() && compute_dtype(p.dtype()) == compute_dtype(first.dtype()),
+            "optimizer: parameter ", k, " of shape ", p.shape(), " is ", p.dtype(), " on ", p.device(), ", parameter ",
+            stepped[0], " ", first.dtype(), " on ", first.device(), " (one update dtype and device per optimizer)");
+    }
     stepped.push_back(k);
     grads.push_back(grad.to(weights(k).dtype()));
   }
@@ -55,17 +77,24 @@ Tensor& Optimizer::buffer(size_t name_index, size_t param_index) {
   return b;
 }
 
+Tensor Optimizer::saved(const Tensor& t, size_t k) const {
+  const Tensor host = t.to(Device::cpu()).to(compute_dtype(params_[k].dtype()));
+  return host.same(t) ? t.clone() : host;
+}
+
 NamedTensors Optimizer::state() const {
+  // Saved from the CPU, whatever the device, and as follow_parameters() would leave it.
   NamedTensors state{{"step", from_vector<int64_t>({steps_}, {1})}};
   const auto names = buffer_names();
   for (size_t n = 0; n < names.size() && n < buffers_.size(); ++n) {
     for (size_t i = 0; i < params_.size(); ++i) {
-      const Tensor& b = buffers_[n][i];  // saved from the CPU, whatever the device
-      if (b.defined()) state[names[n] + "." + std::to_string(i)] = b.device().is_cpu() ? b.clone() : b.to(Device::cpu());
+      const Tensor& b = buffers_[n][i];
+      if (b.defined()) state[names[n] + "." + std::to_string(i)] = saved(b, i);
     }
   }
-  for (size_t i = 0; i < masters_.size(); ++i) {
-    if (masters_[i].defined()) state["master." + std::to_string(i)] = masters_[i].to(Device::cpu()).clone();
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].dtype() != DType::BFloat16) continue;
+    state["master." + std::to_string(i)] = saved(masters_[i].defined() ? masters_[i] : params_[i], i);
   }
   return state;
 }
@@ -74,6 +103,7 @@ void Optimizer::load_state(const NamedTensors& state) {
   auto step = state.find("step");
   check(step != state.end() && step->second.dtype() == DType::Int64 && step->second.numel() == 1,
         "optimizer state: missing int64 entry 'step'");
+  follow_parameters();  // the entries are checked against the parameters as they are now
   const int64_t steps = step->second.to_vector<int64_t>()[0];
   check(steps >= 0, "optimizer state: step ", steps, " is negative");
   const auto names = buffer_names();

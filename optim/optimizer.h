@@ -5,6 +5,14 @@
 // of the parameter (with the grad widened to float32 and float32 buffers), and the parameter is
 // that copy rounded. Updates far below a bfloat16 ulp still add up in the master, where applied
 // to the bfloat16 parameter directly they would round away.
+//
+// It holds the parameters' handles, and Sequential::to() converts parameters in place, so a model
+// moved or converted after the optimizer was made is still the one it trains. Its state follows
+// the parameters, as PyTorch's load_state_dict casts state to them: step(), state() and
+// load_state() first move each buffer and master to its parameter's device and cast the buffers
+// to its update dtype (float32 for bfloat16, else the parameter's). A parameter that became
+// bfloat16 gets a master made from its rounded value; one that stopped being bfloat16 drops its
+// master and trains on from the value it holds.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +32,9 @@ class Optimizer {
   explicit Optimizer(std::vector<Tensor> params);
   virtual ~Optimizer() = default;
 
-  void step();  // parameters without a grad are skipped
+  // Parameters without a grad are skipped. Throws naming the parameter when its grad's shape or
+  // device is not its own, or when the stepped parameters no longer share a device and update dtype.
+  void step();
   void zero_grad();
 
   double lr() const { return lr_; }
@@ -70,6 +80,11 @@ class Optimizer {
  private:
   std::vector<std::vector<Tensor>> buffers_;  // [name][param]
   std::vector<Tensor> masters_;               // float32 copies of the bfloat16 parameters
+
+  // Moves and casts the buffers and masters after their parameters (see the top of this file).
+  void follow_parameters();
+  // t as state() saves it for parameter k: a copy on the CPU in k's update dtype.
+  Tensor saved(const Tensor& t, size_t k) const;
 
   template <class T>
   std::vector<kernels::cuda::ParamBuffers<T>> pointers(const std::vector<size_t>& stepped,

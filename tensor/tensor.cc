@@ -157,6 +157,23 @@ Tensor& Tensor::copy_(const Tensor& source) {
   return *this;
 }
 
+Tensor& Tensor::set_data(const Tensor& source) {
+  check(is_leaf(), "set_data: only a leaf tensor can take new data (shape ", shape(), ")");
+  check(!requires_grad() || is_floating(source.dtype()), "set_data: a tensor that requires grad cannot hold ",
+        source.dtype(), " data (shape ", source.shape(), ")");
+  TensorImpl& self = impl();
+  const TensorImpl& from = source.impl();
+  if (self.grad) {
+    const Tensor grad(self.grad);
+    self.grad = grad.shape() == from.shape ? grad.to(source.device()).to(from.dtype).impl_ptr() : nullptr;
+  }
+  self.storage = from.storage;
+  self.shape = from.shape;
+  self.dtype = from.dtype;
+  self.offset = from.offset;
+  return *this;
+}
+
 Tensor& Tensor::fill_(double value) {
   Tensor host = device().is_cpu() ? *this : empty_like_on(*this, Device::cpu(), dtype());
   dispatch_all(dtype(), "fill_", [&](auto zero) {

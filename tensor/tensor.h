@@ -83,6 +83,11 @@ class Tensor {
   Tensor to(Device device) const;  // the same tensor when already there
   Tensor to(DType dtype) const;
   Tensor& copy_(const Tensor& source);  // same shape and dtype, any devices
+  // Makes this leaf hold source's storage, shape, dtype, offset and device, as PyTorch's
+  // module.to() sets `param.data`: every handle to this tensor sees the new contents, and it keeps
+  // its requires_grad. A grad of the same shape is converted to the new dtype and device (as
+  // module.to() converts param.grad); any other grad is dropped. Throws unless this is a leaf, and a floating dtype when it requires grad.
+  Tensor& set_data(const Tensor& source);
   Tensor& fill_(double value);
   Tensor& zero_() { return fill_(0); }
 

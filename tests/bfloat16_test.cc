@@ -207,10 +207,13 @@ TEST(BFloat16, OptimizersKeepFloat32MasterWeights) {
 // A small regression trained in bfloat16 (AdamW, float32 masters, the loss in float32 through a
 // cast) follows the same training in float32.
 TEST(BFloat16, TrainingFollowsFloat32) {
-  auto train = [](DType dtype) {
+  auto train = [](DType dtype, bool optimizer_before_to = false) {
     Sequential model(mlp_block(8));
+    std::unique_ptr<AdamW> made_before;
+    if (optimizer_before_to) made_before = std::make_unique<AdamW>(model.parameters(), AdamWOptions{3e-3, 0.9, 0.999, 1e-8, 0.0});
     model.to(dtype);
-    AdamW opt(model.parameters(), AdamWOptions{3e-3, 0.9, 0.999, 1e-8, 0.0});
+    AdamW made_after(model.parameters(), AdamWOptions{3e-3, 0.9, 0.999, 1e-8, 0.0});
+    AdamW& opt = made_before ? *made_before : made_after;
     const Tensor x = testing::random_tensor({64, 8}, DType::Float32, 21);
     const Tensor target = testing::random_tensor({64, 8}, DType::Float32, 22);
     std::vector<double> losses;
@@ -227,6 +230,31 @@ TEST(BFloat16, TrainingFollowsFloat32) {
   const std::vector<double> f32 = train(DType::Float32), bf16 = train(DType::BFloat16);
   EXPECT_LT(bf16.back(), 0.7 * bf16.front());  // it learns
   for (size_t s = 0; s < f32.size(); ++s) EXPECT_NEAR(bf16[s], f32[s], 0.05 * f32[0]) << "step " << s;
+  // An optimizer made before to() trains the converted parameters, with masters made at its first step.
+  EXPECT_EQ(train(DType::BFloat16, /*optimizer_before_to=*/true), bf16);
+}
+
+// to() after the optimizer was made: a parameter that became bfloat16 gets a float32 master (the
+// updates far below its ulp add up), and one that stopped being bfloat16 drops its master.
+TEST(BFloat16, MastersFollowTheParametersDtype) {
+  Sequential model({std::make_shared<Bias>(3)});
+  Tensor b = model.parameters()[0];
+  b.fill_(1);
+  SGD opt(model.parameters(), SGDOptions{1e-4});
+  model.to(DType::BFloat16);
+  for (int step = 0; step < 100; ++step) {
+    b.set_grad(ones({3}, DType::BFloat16));
+    opt.step();
+  }
+  ASSERT_TRUE(opt.state().count("master.0"));
+  for (float m : opt.state().at("master.0").to_vector<float>()) EXPECT_NEAR(m, 0.99f, 1e-4f);
+  for (float v : b.to(DType::Float32).to_vector<float>()) EXPECT_EQ(v, float(bfloat16(0.99f)));
+
+  model.to(DType::Float32);
+  EXPECT_EQ(opt.state().count("master.0"), 0u);
+  b.set_grad(ones({3}));
+  opt.step();
+  for (float v : b.to_vector<float>()) EXPECT_FLOAT_EQ(v, float(bfloat16(0.99f)) - 1e-4f);
 }
 
 // The functional ops that take bfloat16, output and grads against float32 on the same rounded inputs.

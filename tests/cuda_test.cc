@@ -250,6 +250,34 @@ TEST_F(Cuda, OptimizersAndClipMatchCpu) {
   }
 }
 
+// An optimizer made on the CPU keeps training a model moved to the GPU after some steps: the
+// parameters move in place and its buffers follow them, so the run matches one that stayed on the CPU.
+TEST_F(Cuda, OptimizerFollowsAModelMovedToTheGpu) {
+  auto run = [](bool move) {
+    Generator gen(5);
+    Sequential model({std::make_shared<Linear>(6, 16, &gen), std::make_shared<Bias>(16, 0.5, &gen),
+                      std::make_shared<GELU>(), std::make_shared<Linear>(16, 2, &gen)});
+    AdamW opt(model.parameters(), {1e-2});
+    const Tensor x = random({32, 6}, DType::Float32, 6), t = random({32, 2}, DType::Float32, 7);
+    std::vector<double> losses;
+    for (int step = 0; step < 8; ++step) {
+      if (move && step == 4) model.to(kGpu);
+      const Device device = model.parameters()[0].device();
+      opt.zero_grad();
+      const Tensor loss = mse(model(x.to(device)), t.to(device));
+      backward(loss);
+      opt.step();
+      losses.push_back(loss.item());
+    }
+    for (const Tensor& p : opt.params()) EXPECT_EQ(p.device(), move ? kGpu : Device::cpu());
+    for (const auto& [name, value] : opt.state()) EXPECT_EQ(value.device(), Device::cpu()) << name;
+    return losses;
+  };
+  const std::vector<double> cpu = run(false), moved = run(true);
+  EXPECT_LT(cpu.back(), cpu.front());
+  for (size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(moved[i], cpu[i], 1e-5 * (1 + cpu[i])) << "step " << i;
+}
+
 TEST_F(Cuda, AllocatorReusesBlocksAcrossSteps) {
   CachingAllocator& allocator = CachingAllocator::of(kGpu);
   const Tensor x = random({256, 128}, DType::Float32, 1).to(kGpu);

@@ -4,6 +4,11 @@
 #include <cmath>
 #include <functional>
 
+#include "autograd/functional.h"
+#include "fuser/sequential.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/bias.h"
+#include "ops/basic/linear.h"
 #include "optim/adamw.h"
 #include "optim/anomaly.h"
 #include "optim/checkpoint.h"
@@ -12,6 +17,7 @@
 #include "optim/sgd.h"
 #include "tensor/factories.h"
 #include "tests/expect_error.h"
+#include "tests/sequential_testing.h"
 
 namespace fuselab {
 namespace {
@@ -232,6 +238,121 @@ TEST(Anomaly, ANonFiniteLossOrGradStopsTrainingNamingTheStepAndParameter) {
   bad.set_grad(from_vector<float>({0, INFINITY, NAN}, {3}));
   testing::expect_error([&] { check_finite_grads("train", params, 5); },
                         {"grad of layer.bias [3]", "2 NaN or infinite", "step 5"});
+}
+
+// A float32 MLP, the same for every seed, and a regression batch it can learn.
+Sequential small_mlp() {
+  Generator gen(7);
+  return Sequential({std::make_shared<Linear>(3, 8, &gen), std::make_shared<Bias>(8, 0.5, &gen),
+                     std::make_shared<GELU>(), std::make_shared<Linear>(8, 1, &gen)});
+}
+
+struct Batch {
+  Tensor x, y;
+};
+
+Batch batch(DType dtype) {
+  const Tensor x = testing::random_tensor({16, 3}, DType::Float64, 3);
+  const auto xs = x.to_vector<double>();
+  std::vector<double> ys;
+  for (int r = 0; r < 16; ++r) ys.push_back(std::sin(xs[3 * r]) - 0.5 * xs[3 * r + 1] * xs[3 * r + 2]);
+  return {x.to(dtype), from_vector<double>(ys, {16, 1}).to(dtype)};
+}
+
+// The loss before each of `steps` optimizer steps.
+std::vector<double> train(Sequential& model, Optimizer& opt, const Batch& data, int steps) {
+  std::vector<double> losses;
+  for (int s = 0; s < steps; ++s) {
+    opt.zero_grad();
+    const Tensor loss = mse(model(data.x), data.y);
+    losses.push_back(loss.item());
+    backward(loss);
+    opt.step();
+  }
+  return losses;
+}
+
+std::unique_ptr<Optimizer> make_optimizer(bool adamw, const std::vector<Tensor>& params) {
+  if (adamw) return std::make_unique<AdamW>(params, AdamWOptions{0.02});
+  return std::make_unique<SGD>(params, SGDOptions{0.1, 0.9});
+}
+
+TEST(ModelConvertedInPlace, OptimizerMadeBeforeToTrainsTheConvertedParameters) {
+  for (bool adamw : {false, true}) {
+    SCOPED_TRACE(adamw ? "AdamW" : "SGD");
+    Sequential model = small_mlp();
+    const std::vector<Tensor> handles = model.parameters();
+    const Tensor weight = model.named_parameters().at("linear0.weight");
+    const std::unique_ptr<Optimizer> opt = make_optimizer(adamw, handles);
+    model.to(DType::Float64);
+    for (size_t k = 0; k < handles.size(); ++k) {
+      EXPECT_TRUE(handles[k].same(model.parameters()[k]));
+      EXPECT_EQ(opt->params()[k].dtype(), DType::Float64);
+      EXPECT_TRUE(handles[k].requires_grad());
+    }
+    const auto before = weight.to_vector<double>();
+    const auto losses = train(model, *opt, batch(DType::Float64), 60);
+    EXPECT_NE(weight.to_vector<double>(), before);
+    EXPECT_LT(losses.back(), 0.2 * losses.front()) << losses.front() << " -> " << losses.back();
+    EXPECT_EQ(opt->state().at("step").to_vector<int64_t>()[0], 60);
+  }
+}
+
+TEST(ModelConvertedInPlace, OptimizerMadeAfterToTrainsTheSame) {
+  for (bool adamw : {false, true}) {
+    SCOPED_TRACE(adamw ? "AdamW" : "SGD");
+    Sequential before = small_mlp(), after = small_mlp();
+    const std::unique_ptr<Optimizer> made_before = make_optimizer(adamw, before.parameters());
+    before.to(DType::Float64);
+    after.to(DType::Float64);
+    const std::unique_ptr<Optimizer> made_after = make_optimizer(adamw, after.parameters());
+    const auto losses_after = train(after, *made_after, batch(DType::Float64), 30);
+    EXPECT_LT(losses_after.back(), 0.5 * losses_after.front());
+    EXPECT_EQ(train(before, *made_before, batch(DType::Float64), 30), losses_after);
+    for (size_t k = 0; k < after.parameters().size(); ++k) {
+      EXPECT_EQ(before.parameters()[k].to_vector<double>(), after.parameters()[k].to_vector<double>());
+    }
+  }
+}
+
+TEST(ModelConvertedInPlace, StateOfAnOptimizerThatSteppedFollowsTheParameters) {
+  // to() after some steps: the buffers are cast to float64 at the next step, exactly as if the
+  // state had been saved, cast by hand and loaded into a new optimizer for the converted model.
+  for (bool adamw : {false, true}) {
+    SCOPED_TRACE(adamw ? "AdamW" : "SGD");
+    Sequential followed = small_mlp(), by_hand = small_mlp();
+    const std::unique_ptr<Optimizer> opt = make_optimizer(adamw, followed.parameters());
+    const std::unique_ptr<Optimizer> first = make_optimizer(adamw, by_hand.parameters());
+    const auto losses = train(followed, *opt, batch(DType::Float32), 5);
+    EXPECT_EQ(train(by_hand, *first, batch(DType::Float32), 5), losses);
+
+    followed.to(DType::Float64);
+    for (const auto& [name, value] : opt->state()) {
+      if (name != "step") {
+        EXPECT_EQ(value.dtype(), DType::Float64) << name;  // as the next step will hold it
+      }
+    }
+    NamedTensors cast;
+    for (const auto& [name, value] : first->state()) cast[name] = name == "step" ? value : value.to(DType::Float64);
+    by_hand.to(DType::Float64);
+    const std::unique_ptr<Optimizer> loaded = make_optimizer(adamw, by_hand.parameters());
+    loaded->load_state(cast);
+
+    const auto more = train(followed, *opt, batch(DType::Float64), 40);
+    EXPECT_EQ(train(by_hand, *loaded, batch(DType::Float64), 40), more);
+    EXPECT_LT(more.back(), 0.5 * losses.front());
+    for (size_t k = 0; k < followed.parameters().size(); ++k) {
+      EXPECT_EQ(followed.parameters()[k].to_vector<double>(), by_hand.parameters()[k].to_vector<double>());
+    }
+  }
+}
+
+TEST(ModelConvertedInPlace, APartlyConvertedModelIsRefusedNamingTheParameter) {
+  Sequential model = small_mlp();
+  AdamW opt(model.parameters(), {});
+  model.ops()[3]->to(DType::Float64);  // the last Linear only
+  for (Tensor& p : model.parameters()) p.set_grad(zeros_like(p));
+  testing::expect_error([&] { opt.step(); }, {"parameter 2 of shape [1, 8]", "float64 on cpu", "parameter 0 float32"});
 }
 
 }  // namespace

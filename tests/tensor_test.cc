@@ -4,6 +4,7 @@
 #include <cmath>
 #include <thread>
 
+#include "autograd/functional.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
 #include "tensor/finite.h"
@@ -62,6 +63,32 @@ TEST(Tensor, ConvertsBetweenDtypes) {
   EXPECT_DOUBLE_EQ(full({1}, 4.0).item(), 4.0);
   EXPECT_THROW(zeros({2}).item(), Error);
   EXPECT_THROW(zeros({2}).data<double>(), Error);
+}
+
+TEST(Tensor, SetDataChangesWhatEveryHandleSeesAndKeepsRequiresGrad) {
+  Tensor p = from_vector<float>({1.5f, -2.0f}, {2});
+  p.set_requires_grad(true);
+  p.set_grad(from_vector<float>({0.25f, 4.0f}, {2}));
+  const Tensor handle = p;  // as an optimizer holds it
+  p.set_data(p.detach().to(DType::Float64));
+  EXPECT_EQ(handle.dtype(), DType::Float64);
+  EXPECT_EQ(handle.to_vector<double>(), (std::vector<double>{1.5, -2.0}));
+  EXPECT_TRUE(handle.requires_grad());
+  EXPECT_TRUE(handle.is_leaf());
+  EXPECT_EQ(handle.grad().dtype(), DType::Float64);  // the grad is converted with it
+  EXPECT_EQ(handle.grad().to_vector<double>(), (std::vector<double>{0.25, 4.0}));
+
+  const Tensor source = from_vector<double>({1, 2, 3}, {3});
+  p.set_data(source);  // shares source's storage; a grad of the old shape is dropped
+  EXPECT_EQ(handle.shape(), (Shape{3}));
+  EXPECT_FALSE(handle.grad().defined());
+  Tensor(source).fill_(7);
+  EXPECT_EQ(handle.to_vector<double>(), (std::vector<double>{7, 7, 7}));
+
+  EXPECT_THROW(p.set_data(arange(3)), Error);  // int64 cannot require grad
+  const Tensor non_leaf = mul(p, p);
+  EXPECT_THROW(Tensor(non_leaf).set_data(source), Error);
+  backward(sum(non_leaf));  // leaves the tape empty for the tests after this one
 }
 
 TEST(Tensor, PrintsShapeDtypeDeviceAndValues) {
