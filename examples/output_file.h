@@ -22,8 +22,6 @@ class OutputFile {
     check(file_.is_open(), "--", flag_, " ", path_, ": cannot open it for writing: ", std::strerror(errno));
   }
 
-  bool is_open() const { return file_.is_open(); }
-
   // Writes the parts as `file << part` would, then flushes.
   template <class... Parts>
   void write(const Parts&... parts) {

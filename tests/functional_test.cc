@@ -69,15 +69,16 @@ struct BinaryCase {
   double (*reference)(double, double);
 };
 
+const BinaryCase kBinaryCases[] = {
+    {"add", add, [](double a, double b) { return a + b; }},
+    {"sub", sub, [](double a, double b) { return a - b; }},
+    {"mul", mul, [](double a, double b) { return a * b; }},
+    {"div", div, [](double a, double b) { return a / b; }},
+};
+
 TEST(Binary, ForwardAndGradientsForEveryBroadcast) {
-  const BinaryCase cases[] = {
-      {"add", add, [](double a, double b) { return a + b; }},
-      {"sub", sub, [](double a, double b) { return a - b; }},
-      {"mul", mul, [](double a, double b) { return a * b; }},
-      {"div", div, [](double a, double b) { return a / b; }},
-  };
   const Tensor a = random64({3, 4}, 6);
-  for (const BinaryCase& c : cases) {
+  for (const BinaryCase& c : kBinaryCases) {
     for (const Shape& b_shape : {Shape{3, 4}, Shape{4}, Shape{}, Shape{1}}) {
       SCOPED_TRACE(std::string(c.name) + " with b of rank " + std::to_string(b_shape.size()));
       const Tensor b = random64(b_shape, 7, 0.5, 1.5);  // away from 0 for div
@@ -110,12 +111,6 @@ int64_t broadcast_source(const Shape& from, const Shape& to, int64_t i) {
 }
 
 TEST(Binary, NumpyBroadcastingOfBothOperandsForwardAndGradients) {
-  const BinaryCase cases[] = {
-      {"add", add, [](double a, double b) { return a + b; }},
-      {"sub", sub, [](double a, double b) { return a - b; }},
-      {"mul", mul, [](double a, double b) { return a * b; }},
-      {"div", div, [](double a, double b) { return a / b; }},
-  };
   struct Shapes {
     Shape a, b, result;
   };
@@ -125,7 +120,7 @@ TEST(Binary, NumpyBroadcastingOfBothOperandsForwardAndGradients) {
       {{2, 1, 4}, {3, 1}, {2, 3, 4}}, {{1}, {}, {1}},                {{2, 3, 4}, {3, 4}, {2, 3, 4}},
       {{1, 3, 1}, {2, 1, 5}, {2, 3, 5}},
   };
-  for (const BinaryCase& c : cases) {
+  for (const BinaryCase& c : kBinaryCases) {
     for (const Shapes& s : pairs) {
       std::ostringstream trace;
       trace << c.name << " " << s.a << " with " << s.b;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "autograd/functional.h"
@@ -104,75 +105,45 @@ TEST(FuserValidation, ForwardOnlyFusedOpInTheBackwardListIsRejected) {
                                          "does not implement the backward pass"});
 }
 
-// Returns one param-grad list too few.
-class ShortGrads : public Chain {
+// A Chain whose backward result `tamper` spoils before the fuser checks it.
+using Tamper = std::function<void(FusedBackward&)>;
+class TamperedChain : public Chain {
  public:
-  using Chain::Chain;
+  TamperedChain(const OpList& ops, Tamper tamper) : Chain(ops), tamper_(std::move(tamper)) {}
   FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy, const TensorLists& ge) override {
     FusedBackward result = Chain::fuser_backward(ctxs, dy, ge);
-    result.grad_params.pop_back();
+    tamper_(result);
     return result;
   }
+
+ private:
+  Tamper tamper_;
 };
 
-// Forgets the Linear's weight grad.
-class MissingWeightGrad : public Chain {
- public:
-  using Chain::Chain;
-  FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy, const TensorLists& ge) override {
-    FusedBackward result = Chain::fuser_backward(ctxs, dy, ge);
-    result.grad_params[0].clear();
-    return result;
-  }
-};
+// Registers a backward fusion that covers the whole list with one TamperedChain.
+FusionHandle register_tampered_backward_fusion(const std::string& name, Tamper tamper) {
+  return register_backward_fusion(name, [tamper](OpList ops, const FusionFacts&) {
+    return OpList{std::make_shared<TamperedChain>(ops, tamper)};
+  });
+}
 
 TEST(FuserValidation, FusedOpsReturningWrongGradCountsAreRejected) {
-  auto run = [](auto make) {
-    ScopedFusion fusion(register_backward_fusion("wrong_counts", [make](OpList ops, const FusionFacts&) {
-      return OpList{make(ops)};
-    }));
+  auto run = [](Tamper tamper) {
+    ScopedFusion fusion(register_tampered_backward_fusion("wrong_counts", tamper));
     Sequential seq({std::make_shared<Linear>(2, 2), std::make_shared<Identity>()});
     Tensor x = ones({1, 2});
     x.set_requires_grad(true);
     backward(sum(seq(x)));
   };
-  expect_error([&] { run([](const OpList& ops) { return std::make_shared<ShortGrads>(ops); }); },
+  expect_error([&] { run([](FusedBackward& r) { r.grad_params.pop_back(); }); },
                {"Chain(linear0, identity0)", "(params) and 2 (extra inputs) basic ops, expected 2"});
-  expect_error([&] { run([](const OpList& ops) { return std::make_shared<MissingWeightGrad>(ops); }); },
+  expect_error([&] { run([](FusedBackward& r) { r.grad_params[0].clear(); }); },
                {"Chain(linear0, identity0)", "0 param grads for Linear(linear0), expected 1"});
 }
 
-// Leaves the grad of its first op's first parameter undefined.
-class NoFirstParamGrad : public Chain {
- public:
-  using Chain::Chain;
-  FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy, const TensorLists& ge) override {
-    FusedBackward result = Chain::fuser_backward(ctxs, dy, ge);
-    result.grad_params[0][0] = Tensor();
-    return result;
-  }
-};
-
-// Leaves the grad of its first op's extra input undefined.
-class NoExtraInputGrad : public Chain {
- public:
-  using Chain::Chain;
-  FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy, const TensorLists& ge) override {
-    FusedBackward result = Chain::fuser_backward(ctxs, dy, ge);
-    result.grad_extra_inputs[0][0] = Tensor();
-    return result;
-  }
-};
-
-template <class Fused>
-FusionHandle register_whole_list_backward_fusion(const std::string& name) {
-  return register_backward_fusion(name, [](OpList ops, const FusionFacts&) {
-    return OpList{std::make_shared<Fused>(ops)};
-  });
-}
-
 TEST(FuserValidation, FusedOpLeavingARequiredParameterGradUndefinedIsRejected) {
-  ScopedFusion fusion(register_whole_list_backward_fusion<NoFirstParamGrad>("no_weight_grad"));
+  ScopedFusion fusion(
+      register_tampered_backward_fusion("no_weight_grad", [](FusedBackward& r) { r.grad_params[0][0] = Tensor(); }));
   Sequential seq({std::make_shared<Linear>(2, 2), std::make_shared<Identity>()});
   Tensor x = ones({1, 2});
   x.set_requires_grad(true);
@@ -185,7 +156,8 @@ TEST(FuserValidation, FusedOpLeavingARequiredParameterGradUndefinedIsRejected) {
 }
 
 TEST(FuserValidation, FusedOpLeavingARequiredExtraInputGradUndefinedIsRejected) {
-  ScopedFusion fusion(register_whole_list_backward_fusion<NoExtraInputGrad>("no_residual_grad"));
+  ScopedFusion fusion(register_tampered_backward_fusion(
+      "no_residual_grad", [](FusedBackward& r) { r.grad_extra_inputs[0][0] = Tensor(); }));
   Sequential seq({std::make_shared<AddExtraInput>(), std::make_shared<Identity>()});
   Tensor x = ones({1, 2}), residual = ones({1, 2});
   x.set_requires_grad(true);
