@@ -39,11 +39,14 @@ expect_error "--steps: '1e3' is not an integer" "$charlm" "${small[@]}" --steps 
 expect_error "--steps: '20x' is not an integer" "$charlm" "${small[@]}" --steps 20x
 expect_error "--blocks: -1 is outside" "$charlm" "${small[@]}" --blocks=-1
 expect_error "--stop-after: -3 is outside" "$charlm" "${small[@]}" --stop-after=-3
+expect_error "--stop-after: 30 is outside [1, 20]" "$charlm" "${small[@]}" --stop-after=30
 expect_error "--context: '1e11' is not an integer" "$charlm" "${small[@]}" --context 1e11
 expect_error "--context: 100000000000 is outside" "$charlm" "${small[@]}" --context 100000000000
 expect_error "--lr: 'abc' is not a finite number" "$charlm" "${small[@]}" --lr abc
+expect_error "--lr: 'inf' is not a finite number" "$charlm" "${small[@]}" --lr inf
 expect_error "--resume: 'maybe' is not" "$charlm" "${small[@]}" --resume=maybe
 expect_error "unknown flag --stpes" "$charlm" "${small[@]}" --stpes=3
+expect_error "unexpected argument 'extra'" "$charlm" "${small[@]}" extra
 expect_error "cannot open the word list $dir/none.txt" "$charlm" "${small[@]}" --data="$dir/none.txt"
 expect_error "--resume needs --checkpoint" "$charlm" "${small[@]}" --resume
 expect_error "there is no checkpoint $dir/empty/charlm.safetensors" "$charlm" "${small[@]}" --resume --checkpoint="$dir/empty"
@@ -62,6 +65,15 @@ expect_error "line 3: value 1e39 does not fit in float32" "$classify" --data="$d
 expect_error "line 3: label 1000000000 is not a class id" "$classify" --data="$dir/huge_label.csv"
 expect_error "line 3: label 1e30 is not a class id" "$classify" --data="$dir/label_1e30.csv"
 expect_error "the largest label is 1000, which means 1001 classes for only 3 rows" "$classify" --data="$dir/sparse_label.csv"
+
+# --help is not an error: it exits 0 and lists every flag with its default and its range.
+for program in "$charlm" "$classify"; do
+  cases=$((cases + 1))
+  if ! help=$(timeout 60 "$program" --help 2>&1) || ! grep -qE -- "--steps INT \[[0-9]+\] .*in \[1, 1000000000\]" <<<"$help"; then
+    echo "FAIL: $program --help did not exit 0 listing --steps with its default and range, got: $help"
+    failures=$((failures + 1))
+  fi
+done
 
 # What must hold: a run shorter than --checkpoint-every still saves its final state, with no
 # temporary left beside it, and that state resumes.

@@ -7,6 +7,8 @@
 //       [--checkpoint=DIR [--resume] [--checkpoint-every=N]] [--json=FILE] [--loss-log=FILE]
 //       [--stop-after=N] (stop early, as if interrupted; --resume continues) [--detect-anomaly]
 //
+// --help lists every flag with its default and its range.
+//
 // With --checkpoint the state is saved every --checkpoint-every steps and at the end of the run;
 // --resume continues from that checkpoint, which must exist. A non-finite loss or grad norm stops
 // the run naming the step; --detect-anomaly also checks every grad, naming the parameter.
@@ -296,30 +298,39 @@ int run(const Config& c, Communicator& comm) {
 
 int main(int argc, char** argv) {
   try {
-    examples::Flags flags(argc, argv);
-    Config c;
+    examples::Flags flags("charlm", "Trains a character-level language model on a word list, one word a line.");
+    Config c{};
+    c.steps = 10000, c.batch = 256, c.context = 8, c.embed = 24, c.hidden = 256, c.blocks = 2;
+    c.checkpoint_every = 500, c.lr = 3e-3, c.data = "/usr/share/dict/words", c.device = "cpu";
+    int64_t seed = 0;
+    bool no_fusion = false;
     // Ranges that keep every size meaningful and the data within memory (words are short, so a
     // context past 32 characters is padding).
-    c.steps = flags.get_int("steps", 10000, {1, 1'000'000'000});
-    c.stop_after = flags.get_int("stop-after", c.steps, {1, c.steps});  // simulates an interrupted run
-    c.batch = flags.get_int("batch", 256, {1, 1 << 16});
-    c.context = flags.get_int("context", 8, {1, 32});
-    c.embed = flags.get_int("embed", 24, {1, 1024});
-    c.hidden = flags.get_int("hidden", 256, {1, 8192});
-    c.blocks = flags.get_int("blocks", 2, {0, 32});
-    c.lr = flags.get_double("lr", 3e-3, {1e-9, 10});
-    c.seed = uint64_t(flags.get_int("seed", 0, {0, INT64_MAX}));
-    c.fusion = !flags.get_bool("no-fusion");
-    c.data = flags.get("data", "/usr/share/dict/words");
-    c.checkpoint = flags.get("checkpoint", "");
-    c.checkpoint_every = flags.get_int("checkpoint-every", 500, {1, 1'000'000'000});
-    c.resume = flags.get_bool("resume");
-    c.json = flags.get("json", "");
-    c.loss_log = flags.get("loss-log", "");
-    c.device = flags.get("device", "cpu");
-    c.data_parallel = flags.get_bool("data-parallel");
-    c.detect_anomaly = flags.get_bool("detect-anomaly");
-    flags.check_all_known();
+    flags.add("steps", c.steps, "training steps", {1, 1'000'000'000});
+    flags.add("stop-after", c.stop_after, "stop after this many steps, as an interrupted run would", {1, 1'000'000'000});
+    flags.show("stop-after", "= --steps", "[1, --steps]");  // checked once --steps is known
+    flags.add("batch", c.batch, "examples (a context and its next character) per step, over all ranks", {1, 1 << 16});
+    flags.add("context", c.context, "characters the model sees before the one it predicts", {1, 32});
+    flags.add("embed", c.embed, "embedding width of a character", {1, 1024});
+    flags.add("hidden", c.hidden, "width of the MLP", {1, 8192});
+    flags.add("blocks", c.blocks, "residual blocks", {0, 32});
+    flags.add("lr", c.lr, "peak AdamW learning rate (cosine schedule with warm-up)", {1e-9, 10});
+    flags.add("seed", seed, "seed of the data order, the initialization and the sampling", {0, INT64_MAX});
+    flags.add("no-fusion", no_fusion, "run the model unfused");
+    flags.add("data", c.data, "the word list");
+    flags.add("checkpoint", c.checkpoint, "folder to save the training state in (none: no checkpoints)");
+    flags.add("checkpoint-every", c.checkpoint_every, "steps between checkpoints", {1, 1'000'000'000});
+    flags.add("resume", c.resume, "continue from the state in --checkpoint");
+    flags.add("json", c.json, "file for the final report, as JSON");
+    flags.add("loss-log", c.loss_log, "file for the loss of every step");
+    flags.add("device", c.device, "cpu or cuda");
+    flags.add("data-parallel", c.data_parallel, "split each batch between the MPI ranks");
+    flags.add("detect-anomaly", c.detect_anomaly, "check every grad for non-finite values, naming the parameter");
+    if (!flags.parse(argc, argv)) return 0;
+    if (!flags.given("stop-after")) c.stop_after = c.steps;
+    examples::check_in_range("stop-after", c.stop_after, {1, c.steps});
+    c.seed = uint64_t(seed);
+    c.fusion = !no_fusion;
     check(!c.resume || !c.checkpoint.empty(), "charlm: --resume needs --checkpoint=DIR to resume from");
     if (!c.data_parallel) {
       SingleProcess single;

@@ -4,6 +4,8 @@
 //
 //   bazel run -c opt //examples:classify -- [--data=FILE.csv] [--label-column=-1] [--steps=N]
 //       [--hidden=H] [--seed=S] [--no-fusion]
+//
+// --help lists every flag with its default and its range.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -57,16 +59,20 @@ double accuracy(const Tensor& logits, const Tensor& labels) {
 
 int main(int argc, char** argv) {
   try {
-    examples::Flags flags(argc, argv);
-    const std::string path = flags.get("data", "examples/data/blobs.csv");
-    const int label_column = int(flags.get_int("label-column", -1, {-(1 << 20), 1 << 20}));
-    const int64_t steps = flags.get_int("steps", 600, {1, 1'000'000'000});
-    const int64_t hidden = flags.get_int("hidden", 64, {1, 8192});
-    const uint64_t seed = uint64_t(flags.get_int("seed", 0, {0, INT64_MAX}));
-    const bool fusion = !flags.get_bool("no-fusion");
-    flags.check_all_known();
+    examples::Flags flags("classify", "Trains an MLP classifier on a CSV file of numeric features and an integer label.");
+    std::string path = "examples/data/blobs.csv";
+    int64_t label_column = -1, steps = 600, hidden = 64, seed = 0;
+    bool no_fusion = false;
+    flags.add("data", path, "the CSV file, with a header line");
+    flags.add("label-column", label_column, "the label's column; negative counts from the end", {-(1 << 20), 1 << 20});
+    flags.add("steps", steps, "training steps", {1, 1'000'000'000});
+    flags.add("hidden", hidden, "width of the hidden layer", {1, 8192});
+    flags.add("seed", seed, "seed of the train/test split and the initialization", {0, INT64_MAX});
+    flags.add("no-fusion", no_fusion, "run the model unfused");
+    if (!flags.parse(argc, argv)) return 0;
+    const bool fusion = !no_fusion;
 
-    const LabeledData data = read_csv(path, label_column);
+    const LabeledData data = read_csv(path, int(label_column));
     const int64_t n = data.labels.size(0), features = data.features.size(1);
     const auto labels = data.labels.to_vector<int64_t>();
     const int64_t classes = *std::max_element(labels.begin(), labels.end()) + 1;

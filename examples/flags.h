@@ -1,17 +1,21 @@
-// A minimal command-line flag reader for the examples: --name=value, --name value, or --name
-// for booleans. Unknown flags are an error listing the known ones. Numbers are read strictly
-// (the whole value, in the flag's range), and every error names the flag and the value.
+// Command-line flags for the examples and tools: CLI11 declares them, writes --help and finds
+// unknown flags; FuseLab reads the values strictly (the whole text, through tensor/parse_number.h,
+// then the flag's range), so every bad value is a fuselab::Error naming the flag and the value.
+// Accepted: --name=value, --name value, and a bare --name for switches.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
-#include <map>
-#include <optional>
-#include <set>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "tensor/error.h"
-#include "tensor/parse_number.h"
+
+namespace CLI {
+class App;
+}
 
 namespace fuselab::examples {
 
@@ -21,66 +25,47 @@ struct Range {
   T min = std::numeric_limits<T>::lowest(), max = std::numeric_limits<T>::max();
 };
 
+// Throws "--name: <shown> is outside [min, max]"; shown defaults to the value itself.
+template <class T>
+void check_in_range(const std::string& name, T value, Range<T> range, const std::string& shown = "") {
+  if (value >= range.min && value <= range.max) return;
+  if (shown.empty()) fail("--", name, ": ", value, " is outside [", range.min, ", ", range.max, "]");
+  fail("--", name, ": ", shown, " is outside [", range.min, ", ", range.max, "]");
+}
+
 class Flags {
  public:
-  Flags(int argc, char** argv) {
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      check(arg.rfind("--", 0) == 0, "unexpected argument '", arg, "' (flags look like --name=value)");
-      arg = arg.substr(2);
-      const size_t eq = arg.find('=');
-      if (eq != std::string::npos) {
-        values_[arg.substr(0, eq)] = arg.substr(eq + 1);
-      } else if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) {
-        values_[arg] = argv[++i];
-      } else {
-        values_[arg] = "true";
-      }
-    }
-  }
+  Flags(const std::string& program, const std::string& description);
+  ~Flags();
 
-  std::string get(const std::string& name, const std::string& fallback) { return lookup(name).value_or(fallback); }
-  int64_t get_int(const std::string& name, int64_t fallback, Range<int64_t> range = {}) {
-    return get_number(name, fallback, range, parse_int64, "an integer");
-  }
-  double get_double(const std::string& name, double fallback, Range<double> range = {}) {
-    return get_number(name, fallback, range, parse_double, "a finite number");
-  }
-  bool get_bool(const std::string& name) {
-    const auto v = lookup(name);
-    if (!v) return false;
-    check(*v == "true" || *v == "false" || *v == "1" || *v == "0", "--", name, ": '", *v,
-          "' is not true, false, 1 or 0");
-    return *v == "true" || *v == "1";
-  }
+  // Each add() declares --name; the variable's value now is the default that --help shows, and
+  // parse() overwrites it when the flag is given.
+  void add(const std::string& name, int64_t& value, const std::string& help, Range<int64_t> range);
+  void add(const std::string& name, double& value, const std::string& help, Range<double> range);
+  void add(const std::string& name, std::string& value, const std::string& help);
+  // A switch: a bare --name turns it on; --name=true|false|1|0 sets it.
+  void add(const std::string& name, bool& value, const std::string& help);
 
-  // Throws if a flag was given that no get*() asked for.
-  void check_all_known() const {
-    std::string known;
-    for (const auto& name : asked_) known += " --" + name;
-    for (const auto& [name, value] : values_) check(asked_.count(name), "unknown flag --", name, "; known:", known);
-  }
+  // What --help shows as the default and the range of --name, for ones that depend on other flags.
+  void show(const std::string& name, const std::string& default_text, const std::string& range_text);
+
+  // Reads the command line into the variables. Returns false when --help was asked for: the help
+  // is printed to stdout, and the program should exit with 0. Throws Error for an unknown flag,
+  // a stray argument, a missing value or a value that is not of the flag's type or range.
+  bool parse(int argc, char** argv);
+
+  // Whether --name was on the command line.
+  bool given(const std::string& name) const;
 
  private:
-  std::optional<std::string> lookup(const std::string& name) {
-    asked_.insert(name);
-    auto it = values_.find(name);
-    return it == values_.end() ? std::nullopt : std::optional<std::string>(it->second);
-  }
+  struct Flag {
+    std::string name, text, type, help;  // text: what CLI11 read; type: INT, FLOAT, TEXT or "" (a switch)
+    std::function<void(const std::string&)> read;  // converts text into the variable
+  };
+  void declare(Flag flag, bool is_switch, const std::string& default_text, const std::string& range_text);
 
-  template <class T, class Parse>
-  T get_number(const std::string& name, T fallback, Range<T> range, Parse parse, const char* kind) {
-    const auto text = lookup(name);
-    if (!text) return fallback;
-    const std::optional<T> value = parse(*text);
-    check(value.has_value(), "--", name, ": '", *text, "' is not ", kind);
-    check(*value >= range.min && *value <= range.max, "--", name, ": ", *text, " is outside [", range.min, ", ",
-          range.max, "]");
-    return *value;
-  }
-
-  std::map<std::string, std::string> values_;
-  std::set<std::string> asked_;
+  std::unique_ptr<CLI::App> app_;
+  std::vector<std::unique_ptr<Flag>> flags_;  // owned here: CLI11 writes into each text
 };
 
 }  // namespace fuselab::examples

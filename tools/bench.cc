@@ -6,6 +6,8 @@
 //       [--device cpu] [--dtype float32|float64|bfloat16] [--sweep] [--json FILE] [--plot FILE.svg]
 //   bazel run -c opt //tools:bench -- --model mlp_block --per-fusion [--json FILE] [--plot FILE.svg]
 //
+// --help lists every flag with its default and its range.
+//
 // For mlp_block it also times the block's six GEMMs alone (forward: two; backward: two input
 // grads and two weight grads), interleaved with the rest: the floor a fused block can approach.
 //
@@ -405,14 +407,22 @@ void write_svg(const std::string& path, const std::vector<Bar>& bars) {
 
 int main(int argc, char** argv) {
   try {
-    examples::Flags flags(argc, argv);
-    const std::string model = flags.get("model", "mlp_block");
-    const int64_t tokens = flags.get_int("tokens", 4096, {1, 1 << 20}), hidden = flags.get_int("hidden", 256, {1, 1 << 16});
-    const int iters = int(flags.get_int("iters", 20, {1, 1'000'000}));
-    const std::string device_text = flags.get("device", "cpu"), dtype_text = flags.get("dtype", "float32");
-    const bool sweep = flags.get_bool("sweep"), per_fusion = flags.get_bool("per-fusion");
-    const std::string json = flags.get("json", ""), plot = flags.get("plot", "");
-    flags.check_all_known();
+    examples::Flags flags("bench", "Times a model fused against unfused, interleaved, and reports the speedup.");
+    std::string model = "mlp_block", device_text = "cpu", dtype_text = "float32", json, plot;
+    int64_t tokens = 4096, hidden = 256, iters_flag = 20;
+    bool sweep = false, per_fusion = false;
+    flags.add("model", model, "mlp_block, norm_block or rmsnorm");
+    flags.add("tokens", tokens, "rows of the input", {1, 1 << 20});
+    flags.add("hidden", hidden, "width of the input", {1, 1 << 16});
+    flags.add("iters", iters_flag, "timed iterations of each variant", {1, 1'000'000});
+    flags.add("device", device_text, "cpu or cuda");
+    flags.add("dtype", dtype_text, "float32, float64 or bfloat16");
+    flags.add("sweep", sweep, "time a grid of sizes instead of one");
+    flags.add("per-fusion", per_fusion, "time each fusion that fires on the model alone");
+    flags.add("json", json, "file for the report, as JSON");
+    flags.add("plot", plot, "file for a bar chart of the speedups, as SVG");
+    if (!flags.parse(argc, argv)) return 0;
+    const int iters = int(iters_flag);
     check(device_text == "cpu" || device_text == "cuda", "bench: --device cpu or cuda, got ", device_text);
     check(device_text == "cpu" || kernels::cuda::device_count() > 0, "bench: --device cuda, but this machine has no CUDA device");
     const Device device = device_text == "cpu" ? Device::cpu() : Device::cuda(0);

@@ -31,4 +31,6 @@ run --model mlp_block --tokens 64 --hidden 32 --iters 2 --dtype bfloat16 --json 
 grep -q '"dtype": "bfloat16"' "$dir/bf16.json"
 if "$bench" --model nope 2>/dev/null; then echo "accepted an unknown model"; exit 1; fi
 if "$bench" --frobnicate 2>/dev/null; then echo "accepted an unknown flag"; exit 1; fi
+help=$("$bench" --help)
+grep -qE -- "--iters INT \[20\] .*in \[1, 1000000\]" <<<"$help" || { echo "--help lacks --iters with its default"; exit 1; }
 echo PASS

@@ -9,6 +9,7 @@ packages=(
   g++
   libgtest-dev      # GoogleTest
   libbenchmark-dev  # Google Benchmark
+  libcli11-dev      # command-line flags of the examples and tools (examples/flags.h)
   libopenblas-dev   # GEMMs (loaded at run time: kernels/cpu/openblas.h)
   nlohmann-json3-dev  # the safetensors header
   libopenblas0-openmp  # the OpenBLAS build that shares FuseLab's OpenMP threads
