@@ -73,9 +73,17 @@ class Sequential {
   // Per pass, each registered fusion in priority order, where it matched and where a pattern's
   // predicate rejected a match, with the reason (explain.h).
   std::string explain();
+  // The same lists as describe(), as a Graphviz DOT graph: a "forward list" cluster and a
+  // "backward list" cluster, both in forward op order, one record node per list entry (its type
+  // over the basic ops it covers), and a dashed edge from each basic op in the forward list to
+  // the backward entry that covers it. Render with `dot -Tsvg`.
+  std::string to_dot() const;
 
  private:
   OperationFuser& fuser();
+  // fused_lists() for a const Sequential: the built fuser when there is one, otherwise a
+  // throwaway one (no call has run since the ops last changed, so the default facts apply).
+  std::shared_ptr<const FusedLists> current_lists() const;
   FusionFacts default_facts() const;
 
   std::vector<std::shared_ptr<BasicOp>> ops_;

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <functional>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <thread>
 
 #include "autograd/functional.h"
-#include "ops/fuse_window.h"
 #include "fuser/sequential.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
@@ -18,6 +20,7 @@
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
+#include "ops/fuse_window.h"
 #include "ops/fused_op.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
@@ -377,6 +380,89 @@ TEST(FusionSwitches, PerSequentialAndGlobal) {
   EXPECT_EQ(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
   set_fusion_enabled_globally(true);
   EXPECT_NE(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
+}
+
+// The node ids declared in a DOT text (`id [label=<...>]`), its edges' endpoints
+// (`a:port:s -> b:port:n`, compass points dropped) and whether its braces outside quoted strings balance; a small reader for the
+// text to_dot() writes, one statement a line.
+struct DotShape {
+  std::map<std::string, std::string> labels;  // node id -> label
+  struct End {
+    std::string node, port;  // port empty for the whole node
+  };
+  std::vector<std::pair<End, End>> edges;
+  bool braces_balanced = true;
+};
+
+DotShape read_dot(const std::string& dot) {
+  DotShape shape;
+  int depth = 0;
+  bool quoted = false;
+  for (size_t i = 0; i < dot.size(); ++i) {
+    if (quoted && dot[i] == '\\') { ++i; continue; }
+    if (dot[i] == '"') quoted = !quoted;
+    if (quoted) continue;
+    depth += dot[i] == '{' ? 1 : dot[i] == '}' ? -1 : 0;
+    if (depth < 0) shape.braces_balanced = false;
+  }
+  shape.braces_balanced = shape.braces_balanced && depth == 0 && !quoted;
+  const std::regex node(R"(^\s*(\w+) \[label=<(.*)>\])"), 
+      edge(R"(^\s*(\w+)(?::(\w+))?(?::[nsew])? -> (\w+)(?::(\w+))?(?::[nsew])?)");
+  std::istringstream lines(dot);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (std::regex_search(line, m, edge)) shape.edges.push_back({{m[1], m[2]}, {m[3], m[4]}});
+    else if (std::regex_search(line, m, node) && m[1] != "node") shape.labels[m[1]] = m[2];
+  }
+  return shape;
+}
+
+TEST(FusionPicture, ToDotDrawsBothListsWithAnEdgePerBasicOp) {
+  Sequential seq({std::make_shared<Linear>(4, 8), std::make_shared<Bias>(8), std::make_shared<GELU>(),
+                  std::make_shared<Linear>(8, 4), std::make_shared<Bias>(4)});
+  const std::string dot = seq.to_dot();
+  SCOPED_TRACE(dot);
+  EXPECT_EQ(dot.rfind("digraph fusion {", 0), 0u);
+  EXPECT_NE(dot.find("subgraph cluster_forward {"), std::string::npos);
+  EXPECT_NE(dot.find("subgraph cluster_backward {"), std::string::npos);
+  const DotShape shape = read_dot(dot);
+  EXPECT_TRUE(shape.braces_balanced);
+
+  // One node per list entry, labelled with its type and the basic ops it covers.
+  const auto lists = seq.fused_lists();
+  ASSERT_EQ(shape.labels.size(), lists->forward.ops.size() + lists->backward.ops.size());
+  EXPECT_EQ(lists->forward.ops[0]->describe(), "ForwardLinearBiasActivation(linear0, bias0, gelu0)");
+  const std::string& first = shape.labels.at("f0");
+  for (const char* part : {">ForwardLinearBiasActivation<", "port=\"b0\">linear0<", "port=\"b1\">bias0<",
+                           "port=\"b2\">gelu0<"})
+    EXPECT_NE(first.find(part), std::string::npos) << part;
+  for (size_t e = 0; e < lists->backward.ops.size(); ++e) {
+    const auto& entry = *lists->backward.ops[e];
+    const std::string type = entry.is_fused() ? static_cast<const FusedOp&>(entry).type() : entry.basic_ops()[0]->type();
+    EXPECT_NE(shape.labels.at("b" + std::to_string(e)).find(type), std::string::npos) << type;
+  }
+  EXPECT_NE(dot.find("BackwardActivationBias"), std::string::npos);
+
+  // Every edge joins declared nodes, at ports their labels declare; one dashed edge per basic op
+  // goes from forward to backward.
+  for (const auto& [from, to] : shape.edges) {
+    for (const DotShape::End& end : {from, to}) {
+      ASSERT_TRUE(shape.labels.count(end.node)) << end.node;
+      if (!end.port.empty()) {
+        EXPECT_NE(shape.labels.at(end.node).find("port=\"" + end.port + "\""), std::string::npos) << end.node << ":" << end.port;
+      }
+    }
+  }
+  size_t context_edges = 0;
+  for (size_t pos = 0; (pos = dot.find("[style=dashed]", pos)) != std::string::npos; ++pos) ++context_edges;
+  EXPECT_EQ(context_edges, seq.ops().size());
+
+  // With fusion off every entry is a basic op, and the DOT text follows.
+  seq.set_fusion_enabled(false);
+  const DotShape unfused = read_dot(seq.to_dot());
+  EXPECT_EQ(unfused.labels.size(), 2 * seq.ops().size());
+  EXPECT_NE(unfused.labels.at("b2").find("<td port=\"b2\">gelu0</td></tr><tr><td colspan=\"1\"><b>GELU</b>"),
+            std::string::npos);
 }
 
 TEST(FusionRegistry, RegistrationFromThreadsWhileSequentialsRun) {

@@ -1,0 +1,58 @@
+// fusion_picture: prints Sequential::to_dot() of a block, the fused forward and backward lists of
+// its ops for training on CPU in float32, for Graphviz. The figures in docs/img/ were made with
+//
+//   bazel run //tools:fusion_picture -- mlp_block | dot -Tsvg -o docs/img/mlp_block_fusion.svg
+//   bazel run //tools:fusion_picture -- residual_block | dot -Tsvg -o docs/img/residual_block_fusion.svg
+//
+// Models (the sizes do not change the fusion):
+//   mlp_block       tools/bench.cc's: Linear, Bias, GELU, Linear, Bias, AddExtraInput, RMSNorm
+//   residual_block  examples/charlm.cc's: MakeExtraOutput, RMSNorm, Linear, Bias, GELU, Linear,
+//                   Bias, AddExtraInput, the residual passed from the first to the last
+#include <cstdio>
+#include <string>
+
+#include "fuser/sequential.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/add_extra_input.h"
+#include "ops/basic/linear.h"
+#include "ops/basic/make_extra_output.h"
+#include "ops/basic/rmsnorm.h"
+
+using namespace fuselab;
+
+namespace {
+
+Sequential build(const std::string& model, int64_t h) {
+  Sequential seq;
+  if (model == "mlp_block") {
+    seq.append(linear_with_bias(h, 4 * h)).append(std::make_shared<GELU>()).append(linear_with_bias(4 * h, h));
+    seq.append(std::make_shared<AddExtraInput>()).append(std::make_shared<RMSNorm>(h, 1e-6));
+    return seq;
+  }
+  if (model == "residual_block") {
+    auto branch = std::make_shared<MakeExtraOutput>();
+    branch->set_extra_output_channel(0, "residual", /*to_caller=*/false);
+    auto add = std::make_shared<AddExtraInput>();
+    add->set_extra_input_channel(0, "residual");
+    seq.append(branch).append(std::make_shared<RMSNorm>(h)).append(linear_with_bias(h, 2 * h));
+    seq.append(std::make_shared<GELU>()).append(linear_with_bias(2 * h, h)).append(add);
+    return seq;
+  }
+  fail("fusion_picture: unknown model ", model, " (mlp_block or residual_block)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fusion_picture mlp_block|residual_block\n");
+    return 2;
+  }
+  try {
+    std::fputs(build(argv[1], 64).to_dot().c_str(), stdout);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
