@@ -12,7 +12,7 @@ namespace fuselab {
 
 class MpiCommunicator final : public Communicator {
  public:
-  // Initialises MPI (the process's only MPI session) and finalises it when destroyed. A
+  // Initialises MPI (once per process) and finalises it when destroyed. A
   // collective that waits longer than `timeout_s` aborts every rank; the default is
   // FUSELAB_DIST_TIMEOUT_S, or 300 seconds.
   MpiCommunicator(int* argc, char*** argv, double timeout_s = default_timeout_s());

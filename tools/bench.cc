@@ -14,12 +14,12 @@
 // --model rmsnorm times RMSNorm's forward and backward alone (the op's own calls, no tape) beside
 // a device-to-device copy of the same tensor, interleaved, and reports GB/s for the bytes each
 // must move: forward reads x and writes y, backward reads x and dy and writes dx (the weight, the
-// rstd and dw are O(rows + cols)); the copy reads and writes once. That is issue 6's RMSNorm
+// rstd and dw are O(rows + cols)); the copy reads and writes once. That is the GPU RMSNorm
 // target: at least 80% of the copy's bandwidth. mlp_block reports TFLOP/s of its GEMM work.
 //
 // --per-fusion measures each registered fusion that fires on the model alone against fusion
 // off, interleaved: forward+backward time and the bytes held between forward and backward (the
-// saved activations and the output). Kernel launches are a CUDA figure (issue 6).
+// saved activations and the output). Kernel launches are a CUDA figure (GPU performance targets).
 //
 // Models:
 //   mlp_block   RMSNorm(x + Linear2(GELU(Linear1(x) + b1)) + b2), Linear1 [4H, H], Linear2 [H, 4H],
@@ -185,7 +185,7 @@ Result measure(const std::string& model, int64_t tokens, int64_t h, DType dtype,
   return r;
 }
 
-// RMSNorm's passes and a copy of the same bytes, as issue 6's bandwidth target counts them.
+// RMSNorm's passes and a copy of the same bytes, as the GPU bandwidth target counts them.
 struct Bandwidth {
   int64_t tokens, hidden;
   Stats forward, backward, copy;  // ms

@@ -111,7 +111,7 @@ run() {
     fi
   done
 
-  # Issue 6's bandwidth target: RMSNorm forward and backward against a device-to-device copy.
+  # The GPU bandwidth target: RMSNorm forward and backward against a device-to-device copy.
   timeout "$limit" "$gpu/tools/bench" --device cuda --model rmsnorm --tokens 16384 --hidden 4096 --iters 20 \
     --json "$logs/bench_rmsnorm.json" >"$logs/bench_rmsnorm.log" 2>&1 || status=1
 
