@@ -31,9 +31,8 @@ OpForward Linear::op_forward(OpContext& ctx, const Tensor& x, const std::vector<
   return {y, {}};
 }
 
-Tensor Linear::input_grad(const Tensor& dy, const Tensor& weight, const Shape& input_shape, const Tensor& addend) {
-  const Tensor addend_rows = addend.defined() ? addend.view({-1, weight.size(1)}) : Tensor();
-  return math::matmul(dy.view({-1, dy.size(-1)}), false, weight, false, addend_rows).view(input_shape);
+Tensor Linear::input_grad(const Tensor& dy, const Tensor& weight, const Shape& input_shape) {
+  return math::matmul(dy.view({-1, dy.size(-1)}), false, weight, false).view(input_shape);
 }
 
 Tensor Linear::weight_grad(const Tensor& dy, const Tensor& input) {

@@ -25,9 +25,8 @@ class Linear : public BasicOp {
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
 
   // The math, shared with the fused ops that contain a Linear.
-  // dx = dy W, plus `addend` (of the input's shape) when defined, in the same GEMM (beta = 1).
-  static Tensor input_grad(const Tensor& dy, const Tensor& weight, const Shape& input_shape,
-                           const Tensor& addend = Tensor());
+  // dx = dy W, of the input's shape.
+  static Tensor input_grad(const Tensor& dy, const Tensor& weight, const Shape& input_shape);
   static Tensor weight_grad(const Tensor& dy, const Tensor& input);
   // Fills the context as Linear's backward expects it.
   static void save_for_backward(OpContext& ctx, const Tensor& x, const Tensor& weight);

@@ -3,6 +3,7 @@
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/fusion_pattern.h"
+#include "tensor/tensor_math.h"
 
 namespace fuselab {
 
@@ -12,9 +13,12 @@ FusedBackward BackwardLinearAdd::fuser_backward(const std::vector<OpContext*>& c
                                                 const TensorLists& grad_extra_outputs) {
   Linear& linear = op<Linear>(1);
   const LinearSaved& saved = ctxs[1]->saved<LinearSaved>(linear.describe());
-  Tensor dx = ctxs[0]->input_requires_grad
-                  ? Linear::input_grad(dy, saved.weight, saved.input.shape(), grad_extra_outputs[0].at(0))
-                  : Tensor();
+  Tensor dx;
+  if (ctxs[0]->input_requires_grad) {
+    // dx = dy W + de, with the branch's grad de as the GEMM's C (beta = 1): no separate add pass.
+    const Tensor de_rows = grad_extra_outputs[0].at(0).view({-1, linear.in_features()});
+    dx = math::matmul(dy.view({-1, dy.size(-1)}), false, saved.weight, false, de_rows).view(saved.input.shape());
+  }
   Tensor dw = ctxs[1]->params_require_grad.at(0) ? Linear::weight_grad(dy, saved.input) : Tensor();
   return {dx, TensorLists(2), {{}, {dw}}};
 }
