@@ -75,6 +75,14 @@ for program in "$charlm" "$classify"; do
   fi
 done
 
+# A bad thread count is read before main() and cannot stop the run, but it must be reported.
+cases=$((cases + 1))
+warning=$(FUSELAB_NUM_THREADS=abc "$classify" --steps=1 2>&1 >/dev/null)
+if ! grep -qF "FUSELAB_NUM_THREADS='abc' is not a thread count" <<<"$warning"; then
+  echo "FAIL: FUSELAB_NUM_THREADS=abc was not reported"
+  failures=$((failures + 1))
+fi
+
 # What must hold: a run shorter than --checkpoint-every still saves its final state, with no
 # temporary left beside it, and that state resumes.
 cases=$((cases + 1))
