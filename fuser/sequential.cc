@@ -141,7 +141,14 @@ std::shared_ptr<const FusedLists> Sequential::fused_lists() {
 }
 
 std::string Sequential::explain() {
-  return fuser().explain(fuser().last_facts().value_or(default_facts())).str();
+  const FusionFacts facts = fuser().last_facts().value_or(default_facts());
+  std::string fallbacks;
+  for (const auto& op : fused_lists(facts)->forward.ops) {
+    const auto* fused = dynamic_cast<const FusedOp*>(op.get());
+    if (fused && !fused->fallback().empty()) fallbacks += "  " + fused->describe() + ": " + fused->fallback() + "\n";
+  }
+  const std::string log = fuser().explain(facts).str();
+  return fallbacks.empty() ? log : log + "device fallbacks (seen at run time):\n" + fallbacks;
 }
 
 std::string Sequential::describe() {

@@ -71,7 +71,8 @@ class Sequential {
   // "forward: [...]\nbackward: [...]"
   std::string describe();
   // Per pass, each registered fusion in priority order, where it matched and where a pattern's
-  // predicate rejected a match, with the reason (explain.h).
+  // predicate rejected a match, with the reason (explain.h); then any device fallback a fused op
+  // met at run time (FusedOp::note_fallback).
   std::string explain();
   // The same lists as describe(), as a Graphviz DOT graph: a "forward list" cluster and a
   // "backward list" cluster, both in forward op order, one record node per list entry (its type

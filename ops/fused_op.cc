@@ -16,6 +16,16 @@ bool FusedOp::implements(Pass pass) const {
   return pass_ == pass || pass_ == Pass::ForwardBackward;
 }
 
+void FusedOp::note_fallback(const std::string& what) {
+  std::lock_guard<std::mutex> lock(fallback_mutex_);
+  if (fallback_.empty()) fallback_ = what;
+}
+
+std::string FusedOp::fallback() const {
+  std::lock_guard<std::mutex> lock(fallback_mutex_);
+  return fallback_;
+}
+
 std::string FusedOp::describe() const {
   std::string text = type_ + "(";
   for (size_t i = 0; i < ops_.size(); ++i) text += (i ? ", " : "") + ops_[i]->name();

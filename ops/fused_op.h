@@ -2,6 +2,7 @@
 // its own (it reaches them through its basic ops) and implements the passes it was made for.
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,11 @@ class FusedOp : public FusibleOp {
   bool implements(Pass pass) const override;
   std::string describe() const override;
 
+  // A device fallback met at run time that undoes part of the fusion (cuBLASLt refusing the
+  // epilogue it was asked for), kept for Sequential::explain(); the first one is kept.
+  void note_fallback(const std::string& what);
+  std::string fallback() const;
+
   // By default a fused op does not implement a pass; these throw naming the op.
   FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& input,
                              const TensorLists& extra_inputs) override;
@@ -37,6 +43,8 @@ class FusedOp : public FusibleOp {
   std::string type_;
   std::vector<std::shared_ptr<BasicOp>> ops_;
   Pass pass_;
+  mutable std::mutex fallback_mutex_;
+  std::string fallback_;
 };
 
 }  // namespace fuselab

@@ -220,6 +220,36 @@ TEST_F(Cuda, TrainingFollowsTheCpuLosses) {
   for (size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(gpu[i], cpu[i], 1e-4 * cpu[i]) << "step " << i;
 }
 
+// A fused op whose cuBLASLt epilogue is refused says so in explain(), exactly when cuBLASLt
+// refuses it (always on the emulator, which emulates no cuBLASLt); an epilogue cuBLASLt never
+// had (GELU in float64) runs in its own pass by design and is not reported.
+TEST_F(Cuda, RefusedCublasLtEpiloguesShowInExplain) {
+  auto explain_after_a_call = [](DType dtype) {
+    Sequential seq({std::make_shared<Linear>(8, 16), std::make_shared<Bias>(16), std::make_shared<GELU>()});
+    seq.to(kGpu).to(dtype);
+    Tensor x = random({4, 8}, dtype, 5).to(kGpu);
+    x.set_requires_grad(true);  // so the GELU's pre-activation is kept: the BiasGELUAux epilogue
+    backward(sum(seq(x)));
+    return seq.explain();
+  };
+  // Whether cuBLASLt offers BiasGELUAux for float here, asked directly on a tiny GEMM.
+  const Tensor a = ones({4, 8}, DType::Float32).to(kGpu), w = ones({16, 8}, DType::Float32).to(kGpu);
+  const Tensor b = zeros({16}).to(kGpu);
+  Tensor y = zeros({4, 16}).to(kGpu), pre = zeros({4, 16}).to(kGpu);
+  const bool offered = kernels::cuda::gemm_with_epilogue<float>(
+      false, true, 4, 16, 8, a.cuda_data<float>(), 8, w.cuda_data<float>(), 8, 0, nullptr, y.cuda_data<float>(), 16,
+      kernels::cuda::GemmEpilogue::BiasGELUAux, b.cuda_data<float>(), pre.cuda_data<float>(), 0);
+  const std::string float32 = explain_after_a_call(DType::Float32);
+  EXPECT_EQ(float32.find("device fallbacks") != std::string::npos, !offered) << float32;
+  if (!offered) {
+    EXPECT_NE(float32.find("ForwardLinearBiasActivation(linear0, bias0, gelu0): cuBLASLt has no algorithm"),
+              std::string::npos)
+        << float32;
+  }
+  const std::string float64 = explain_after_a_call(DType::Float64);
+  EXPECT_EQ(float64.find("device fallbacks"), std::string::npos) << float64;
+}
+
 // 30 parameters (more than one launch's 24) and one of 3.3M elements (more than one launch's
 // 192 chunks of 16384): AdamW, SGD with momentum and Nesterov, and the grad-norm clip.
 TEST_F(Cuda, OptimizersAndClipMatchCpu) {

@@ -58,39 +58,45 @@ GemmEpilogue library_epilogue(Activation act, const T* pre) {
 }  // namespace
 
 template <class T>
-void linear_bias_activation_forward(const T* x, const T* w, const T* b, Activation act, T* pre,
+EpiloguePath linear_bias_activation_forward(const T* x, const T* w, const T* b, Activation act, T* pre,
                                     T* y, int64_t rows, int64_t in, int64_t out, int device) {
   // One cuBLASLt call with the epilogue where it has one ...
   const GemmEpilogue epilogue = library_epilogue(act, pre);
   if (epilogue != GemmEpilogue::None &&
       gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, 0, nullptr, y, out, epilogue, b, pre, device)) {
-    return;
+    return EpiloguePath::InGemm;
   }
+  const EpiloguePath path = epilogue == GemmEpilogue::None ? EpiloguePath::OwnPass : EpiloguePath::FellBack;
   // ... otherwise the GEMM, then one pass for the bias and the activation.
   gemm<T>(false, true, rows, out, in, 1, x, in, w, in, 0, y, out, device);
-  if (act == Activation::None) return binary<T>(BinaryOp::Add, y, b, y, rows, out, Broadcast::Row, device);
+  if (act == Activation::None) {
+    binary<T>(BinaryOp::Add, y, b, y, rows, out, Broadcast::Row, device);
+    return path;
+  }
   const int64_t n = rows * out;
-  if (n == 0) return;
+  if (n == 0) return path;
   with_activation(act, [&](auto math) {
     bias_activation_kernel<T, decltype(math)><<<blocks_for(n), kThreads>>>(b, y, pre, n, out);
   });
   check_launch("bias_activation_kernel");
+  return path;
 }
 
 template <class T>
-void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residual, T* y, int64_t rows, int64_t in,
-                             int64_t out, int device) {
+EpiloguePath linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residual, T* y, int64_t rows,
+                                     int64_t in, int64_t out, int device) {
   // y = x W^T + 1 * residual (+ b), one cuBLASLt call reading the residual as its C ...
   if (gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, 1, residual, y, out,
                             b ? GemmEpilogue::Bias : GemmEpilogue::None, b, nullptr, device)) {
-    return;
+    return EpiloguePath::InGemm;
   }
   // ... otherwise the GEMM, then one pass for the bias and the residual.
   gemm<T>(false, true, rows, out, in, 1, x, in, w, in, 0, y, out, device);
   const int64_t n = rows * out;
-  if (n == 0) return;
+  if (n == 0) return EpiloguePath::FellBack;
   bias_residual_kernel<T><<<blocks_for(n), kThreads>>>(b, residual, y, n, out);
   check_launch("bias_residual_kernel");
+  return EpiloguePath::FellBack;
 }
 
 int64_t activation_bias_backward_scratch(int64_t rows, int64_t cols) { return column_sums_scratch(rows, cols); }

@@ -20,13 +20,19 @@
 
 namespace fuselab::kernels::cuda {
 
+// Where a forward kernel applied its epilogue: inside cuBLASLt's GEMM; in its own pass after the
+// GEMM by design (cuBLASLt has no such epilogue: SiLU, float64); or in its own pass because
+// cuBLASLt offered no algorithm for the epilogue it was asked for, a device fallback that the
+// fused op reports to the explain log.
+enum class EpiloguePath { InGemm, OwnPass, FellBack };
+
 template <class T>
-void linear_bias_activation_forward(const T* x, const T* w, const T* b, Activation act, T* pre,
+EpiloguePath linear_bias_activation_forward(const T* x, const T* w, const T* b, Activation act, T* pre,
                                     T* y, int64_t rows, int64_t in, int64_t out, int device);
 
 template <class T>
-void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residual, T* y, int64_t rows, int64_t in,
-                             int64_t out, int device);
+EpiloguePath linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residual, T* y, int64_t rows,
+                                     int64_t in, int64_t out, int device);
 
 int64_t activation_bias_backward_scratch(int64_t rows, int64_t cols);
 template <class T>
@@ -35,10 +41,10 @@ void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre
 
 // The explicit instantiations, for the .cu file and for stubs.cc (T = float, double, bfloat16).
 #define FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(T)                                                                 \
-  template void linear_bias_activation_forward<T>(const T*, const T*, const T*, Activation, T*, T*, int64_t,       \
+  template EpiloguePath linear_bias_activation_forward<T>(const T*, const T*, const T*, Activation, T*, T*, int64_t,       \
                                                   int64_t, int64_t, int);                                           \
-  template void linear_bias_add_forward<T>(const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t,  \
-                                           int);                                                                    \
+  template EpiloguePath linear_bias_add_forward<T>(const T*, const T*, const T*, const T*, T*, int64_t, int64_t, \
+                                                   int64_t, int);                                                   \
   template void activation_bias_backward<T>(Activation, const T*, const T*, T*, T*, compute_t<T>*, int64_t, int64_t, \
                                             int);
 

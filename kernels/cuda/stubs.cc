@@ -103,12 +103,12 @@ void embedding_backward(const T*, const int64_t*, T*, int64_t, int64_t, int64_t,
   unavailable("embedding_backward_kernel");
 }
 template <class T>
-void linear_bias_activation_forward(const T*, const T*, const T*, Activation, T*, T*, int64_t, int64_t, int64_t,
-                                    int) {
+EpiloguePath linear_bias_activation_forward(const T*, const T*, const T*, Activation, T*, T*, int64_t, int64_t,
+                                            int64_t, int) {
   unavailable("bias_activation_kernel");
 }
 template <class T>
-void linear_bias_add_forward(const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, int) {
+EpiloguePath linear_bias_add_forward(const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, int) {
   unavailable("bias_residual_kernel");
 }
 int64_t activation_bias_backward_scratch(int64_t, int64_t) { return 0; }

@@ -41,9 +41,13 @@ FusedForward ForwardLinearBiasActivation::fuser_forward(const std::vector<OpCont
       },
       [&](auto zero) {
         using T = decltype(zero);
-        kernels::cuda::linear_bias_activation_forward<T>(
+        const auto path = kernels::cuda::linear_bias_activation_forward<T>(
             x.cuda_data<T>(), linear.weight().cuda_data<T>(), bias.bias().cuda_data<T>(), act,
             pre.defined() ? pre.cuda_data<T>() : nullptr, y.cuda_data<T>(), rows, in, out, x.device().index);
+        if (path == kernels::cuda::EpiloguePath::FellBack) {
+          note_fallback("cuBLASLt has no algorithm for the bias-activation epilogue on " + x.device().str() +
+                        " (" + dtype_name(x.dtype()) + "): the GEMM, then a separate bias-activation pass");
+        }
       });
   Linear::save_for_backward(*ctxs[0], x, linear.weight());
   if (act != Activation::None) ActivationOp::save_for_backward(*ctxs[2], act == Activation::ReLU ? y : pre);

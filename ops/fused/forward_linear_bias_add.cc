@@ -41,9 +41,13 @@ FusedForward ForwardLinearBiasAdd::fuser_forward(const std::vector<OpContext*>& 
       [&](auto zero) {
         using T = decltype(zero);
         const T* b = has_bias ? op<Bias>(1).bias().cuda_data<T>() : nullptr;
-        kernels::cuda::linear_bias_add_forward<T>(x.cuda_data<T>(), linear.weight().cuda_data<T>(), b,
-                                                  residual.cuda_data<T>(), y.cuda_data<T>(), rows, in, out,
-                                                  x.device().index);
+        const auto path = kernels::cuda::linear_bias_add_forward<T>(x.cuda_data<T>(), linear.weight().cuda_data<T>(),
+                                                                    b, residual.cuda_data<T>(), y.cuda_data<T>(), rows,
+                                                                    in, out, x.device().index);
+        if (path == kernels::cuda::EpiloguePath::FellBack) {
+          note_fallback("cuBLASLt has no algorithm for the bias-residual epilogue on " + x.device().str() + " (" +
+                        dtype_name(x.dtype()) + "): the GEMM, then a separate bias-residual pass");
+        }
       });
   Linear::save_for_backward(*ctxs[0], x, linear.weight());
   return {y, TensorLists(basic_ops().size())};
