@@ -83,6 +83,14 @@ if ! grep -qF "FUSELAB_NUM_THREADS='abc' is not a thread count" <<<"$warning"; t
   failures=$((failures + 1))
 fi
 
+# A --json file is written only by a finished run: one stopped early leaves none behind.
+cases=$((cases + 1))
+"$charlm" "${small[@]}" --stop-after=5 --json="$dir/stopped.json" >/dev/null
+if [ -e "$dir/stopped.json" ]; then
+  echo "FAIL: a run stopped by --stop-after left $dir/stopped.json"
+  failures=$((failures + 1))
+fi
+
 # What must hold: a run shorter than --checkpoint-every still saves its final state, with no
 # temporary left beside it, and that state resumes.
 cases=$((cases + 1))

@@ -238,12 +238,9 @@ int run(const Config& c, Communicator& comm) {
     if (leader && !checkpoint_file.empty()) save_checkpoint(checkpoint_file, model.named_parameters(), optimizer, step);
   };
   // Opened before training, so an unwritable path fails now rather than after the run.
-  examples::OutputFile loss_log, json;
-  if (leader) {
-    if (!c.checkpoint.empty()) std::filesystem::create_directories(c.checkpoint);
-    loss_log = examples::OutputFile("loss-log", c.loss_log, std::ios::app);
-    json = examples::OutputFile("json", c.json);
-  }
+  examples::OutputFile loss_log("loss-log", leader ? c.loss_log : "", std::ios::app);
+  examples::OutputFile json("json", leader ? c.json : "");
+  if (leader && !c.checkpoint.empty()) std::filesystem::create_directories(c.checkpoint);
 
   const auto begin = std::chrono::steady_clock::now();
   double tokens_per_s = 0, last_loss = 0;
