@@ -1,53 +1,36 @@
-// Softmax, log-softmax and the losses. The math is in kernels/cpu/softmax.h (and its CUDA twin).
+// Softmax, log-softmax and the losses. The math is in kernels/softmax.h.
 //   mse = mean (p - t)^2:  dp = 2 (p - t) g / n,  dt = -dp
 #include <limits>
 
 #include "autograd/checks.h"
 #include "autograd/functional.h"
 #include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/softmax.h"
 #include "kernels/cuda/optimizer_steps.h"
-#include "kernels/cuda/softmax.h"
+#include "kernels/softmax.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
 namespace {
-
-namespace cpu = kernels::cpu;
 
 Tensor softmax_like(const char* name, const Tensor& x, bool log) {
   check_floating(name, x);
   check(x.dim() >= 1, name, ": needs at least one dim, got shape ", x.shape());
   const int64_t rows = math::rows_of(x), cols = x.size(-1);
   Tensor y = empty_like(x);
-  dispatch_floating_on_device(
-      name, x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        if (log) cpu::log_softmax_forward<T>(x.data<T>(), y.data<T>(), rows, cols);
-        else cpu::softmax_forward<T>(x.data<T>(), y.data<T>(), rows, cols);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cuda::softmax_forward<T>(x.cuda_data<T>(), y.cuda_data<T>(), rows, cols, log, x.device().index);
-      });
+  launch_floating(name, x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::SoftmaxForward<T>{x.ptr<T>(), y.ptr<T>(), rows, cols, log};
+  });
   return record(name, {x}, y, [name, y = y.detach(), log, rows, cols](const auto& grads, const auto&) {
     const Tensor& dy = grads[0];
     Tensor dx = empty_like(y);
-    dispatch_floating_on_device(
-        name, y,
-        [&](auto zero) {
-          using T = decltype(zero);
-          if (log) cpu::log_softmax_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), rows, cols);
-          else cpu::softmax_backward<T>(y.data<T>(), dy.data<T>(), dx.data<T>(), rows, cols);
-        },
-        [&](auto zero) {
-          using T = decltype(zero);
-          kernels::cuda::softmax_backward<T>(y.cuda_data<T>(), dy.cuda_data<T>(), dx.cuda_data<T>(), rows, cols, log,
-                                             y.device().index);
-        });
+    launch_floating(name, y, [&](auto zero) {
+      using T = decltype(zero);
+      return kernels::SoftmaxBackward<T>{y.ptr<T>(), dy.ptr<T>(), dx.ptr<T>(), rows, cols, log};
+    });
     return std::vector<Tensor>{dx};
   });
 }
@@ -78,42 +61,24 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_
   const double mean_scale = counted ? 1.0 / double(counted) : std::numeric_limits<double>::quiet_NaN();
   const Device device = logits.device();
   Tensor lse = empty({rows}, logits.dtype(), device);
-  Tensor loss;  // mean over the counted rows, shape []
-  dispatch_floating_on_device(
-      "cross_entropy", logits,
-      [&](auto zero) {
-        using T = decltype(zero);
-        loss = empty({}, logits.dtype());
-        const double total = cpu::cross_entropy_forward<T>(logits.data<T>(), labels.data<int64_t>(), lse.data<T>(),
-                                                           rows, cols, ignore_index);
-        loss.data<T>()[0] = T(total * mean_scale);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        Tensor row_loss = empty({rows, 1}, logits.dtype(), device);  // summed as one column
-        kernels::cuda::cross_entropy_forward<T>(logits.cuda_data<T>(), labels.cuda_data<int64_t>(),
-                                                lse.cuda_data<T>(), row_loss.cuda_data<T>(), rows, cols, ignore_index,
-                                                device.index);
-        loss = math::scaled(math::sum_to(row_loss, math::Broadcast::Scalar, {}), mean_scale);
-      });
+  Tensor row_loss = empty({rows, 1}, logits.dtype(), device);  // summed as one column
+  launch_floating("cross_entropy", logits, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::CrossEntropyForward<T>{logits.ptr<T>(), labels.ptr<int64_t>(), lse.ptr<T>(), row_loss.ptr<T>(),
+                                           rows,           cols,                   ignore_index};
+  });
+  const Tensor loss = math::scaled(math::sum_to(row_loss, math::Broadcast::Scalar, {}), mean_scale);
   return record("cross_entropy", {logits, labels}, loss,
                 [logits, labels, lse, mean_scale, ignore_index, rows, cols](const auto& grads, const auto&) {
                   Tensor dx = empty_like(logits);
                   // No counted row, no grad: every row is zero rather than NaN.
                   const double g = mean_scale == mean_scale ? grads[0].item() * mean_scale : 0.0;
-                  dispatch_floating_on_device(
-                      "cross_entropy backward", logits,
-                      [&](auto zero) {
-                        using T = decltype(zero);
-                        cpu::cross_entropy_backward<T>(logits.data<T>(), labels.data<int64_t>(), lse.data<T>(), T(g),
-                                                       dx.data<T>(), rows, cols, ignore_index);
-                      },
-                      [&](auto zero) {
-                        using T = decltype(zero);
-                        kernels::cuda::cross_entropy_backward<T>(logits.cuda_data<T>(), labels.cuda_data<int64_t>(),
-                                                                 lse.cuda_data<T>(), T(g), dx.cuda_data<T>(), rows,
-                                                                 cols, ignore_index, logits.device().index);
-                      });
+                  launch_floating("cross_entropy backward", logits, [&](auto zero) {
+                    using T = decltype(zero);
+                    return kernels::CrossEntropyBackward<T>{logits.ptr<T>(), labels.ptr<int64_t>(), lse.ptr<T>(),
+                                                            T(g),            dx.ptr<T>(),           rows,
+                                                            cols,            ignore_index};
+                  });
                   return std::vector<Tensor>{dx, Tensor()};
                 });
 }

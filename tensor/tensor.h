@@ -73,6 +73,12 @@ class Tensor {
     check_typed_access(dtype_of<T>(), Device::Kind::CUDA);
     return static_cast<T*>(raw_data());
   }
+  // On the tensor's own device, for a kernel's argument struct (tensor/launch.h runs it there).
+  template <class T>
+  T* ptr() const {
+    check_typed_access(dtype_of<T>(), device().kind);
+    return static_cast<T*>(raw_data());
+  }
 
   // Views sharing storage; not recorded by autograd (use autograd's reshape for that).
   // One size may be -1. Errors name `op`: the caller that asked for the view (reshape, an op).

@@ -1,4 +1,5 @@
-#include "kernels/cpu/norms.h"
+// The CPU bodies of kernels/norms.h: rows in parallel, each row in SIMD loops.
+#include "kernels/norms.h"
 
 #include <cmath>
 #include <vector>
@@ -6,11 +7,12 @@
 #include "kernels/cpu/partial_sums.h"
 #include "kernels/cpu/threading.h"
 
-namespace fuselab::kernels::cpu {
+namespace fuselab::kernels {
+using namespace cpu;  // threading.h, partial_sums.h
 namespace {
 
 // Runs row(r, dw_partial, db_partial) over all rows in parallel, each thread accumulating the
-// weight (and bias) grads of its rows privately; the partials are then added into dw and db in
+// weight (and bias) grads of its rows privately; the partials are then summed into dw and db in
 // thread order (partial_sums.h), so the result is deterministic.
 template <class T, class Row>
 void rows_with_param_grads(int64_t rows, int64_t cols, T* dw, T* db, Row&& row) {
@@ -18,14 +20,14 @@ void rows_with_param_grads(int64_t rows, int64_t cols, T* dw, T* db, Row&& row) 
   std::vector<C> sums(size_t(2 * cols), C(0));  // [dw | db]
   parallel_partial_sums<C>(rows, 2 * cols, rows * cols > kParallelGrain, sums.data(), false,
                            [&](int64_t r, C* partial) { row(r, partial, partial + cols); });
-  for (int64_t c = 0; dw && c < cols; ++c) dw[c] += sums[size_t(c)];
-  for (int64_t c = 0; db && c < cols; ++c) db[c] += sums[size_t(cols + c)];
+  for (int64_t c = 0; dw && c < cols; ++c) dw[c] = T(sums[size_t(c)]);
+  for (int64_t c = 0; db && c < cols; ++c) db[c] = T(sums[size_t(cols + c)]);
 }
 
 }  // namespace
 
 template <class T>
-void rmsnorm_forward(const T* x, const T* w, T* y, compute_t<T>* rstd, int64_t rows, int64_t cols, compute_t<T> eps) {
+void RMSNormForward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
 #pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
@@ -42,8 +44,7 @@ void rmsnorm_forward(const T* x, const T* w, T* y, compute_t<T>* rstd, int64_t r
 }
 
 template <class T>
-void rmsnorm_backward(const T* x, const T* w, const compute_t<T>* rstd, const T* dy, const T* residual_grad, T* dx,
-                      T* dw, int64_t rows, int64_t cols) {
+void RMSNormBackward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
   rows_with_param_grads<T>(rows, cols, dw, nullptr, [&](int64_t r, C* dw_partial, C*) {
     // Local copies: GCC does not vectorize loops that read a by-reference capture.
@@ -74,8 +75,7 @@ void rmsnorm_backward(const T* x, const T* w, const compute_t<T>* rstd, const T*
 }
 
 template <class T>
-void layernorm_forward(const T* x, const T* w, const T* b, T* y, compute_t<T>* mean, compute_t<T>* rstd, int64_t rows,
-                       int64_t cols, compute_t<T> eps) {
+void LayerNormForward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
 #pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
@@ -97,13 +97,12 @@ void layernorm_forward(const T* x, const T* w, const T* b, T* y, compute_t<T>* m
 }
 
 template <class T>
-void layernorm_backward(const T* x, const T* w, const compute_t<T>* mean, const compute_t<T>* rstd, const T* dy,
-                        T* dx, T* dw, T* db, int64_t rows, int64_t cols) {
+void LayerNormBackward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
   rows_with_param_grads<T>(rows, cols, dw, db, [&](int64_t r, C* dw_partial, C* db_partial) {
     const T* xr = x + r * cols;
     const T* dyr = dy + r * cols;
-    const T* wr = w;  // a local copy, as in rmsnorm_backward
+    const T* wr = w;  // a local copy, as in RMSNormBackward
     const C mu = mean[r], s = rstd[r];
     C sum_g = 0, sum_g_xhat = 0;
 #pragma omp simd reduction(+ : sum_g, sum_g_xhat)
@@ -129,17 +128,6 @@ void layernorm_backward(const T* x, const T* w, const compute_t<T>* mean, const 
   });
 }
 
-#define FUSELAB_INSTANTIATE(T)                                                                             \
-  template void rmsnorm_forward<T>(const T*, const T*, T*, compute_t<T>*, int64_t, int64_t, compute_t<T>);  \
-  template void rmsnorm_backward<T>(const T*, const T*, const compute_t<T>*, const T*, const T*, T*, T*,    \
-                                    int64_t, int64_t);                                                     \
-  template void layernorm_forward<T>(const T*, const T*, const T*, T*, compute_t<T>*, compute_t<T>*, int64_t, \
-                                     int64_t, compute_t<T>);                                               \
-  template void layernorm_backward<T>(const T*, const T*, const compute_t<T>*, const compute_t<T>*, const T*, \
-                                      T*, T*, T*, int64_t, int64_t);
-FUSELAB_INSTANTIATE(float)
-FUSELAB_INSTANTIATE(double)
-FUSELAB_INSTANTIATE(bfloat16)
-#undef FUSELAB_INSTANTIATE
+FUSELAB_NORM_KERNELS(FUSELAB_INSTANTIATE_CPU)
 
-}  // namespace fuselab::kernels::cpu
+}  // namespace fuselab::kernels

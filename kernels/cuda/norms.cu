@@ -1,8 +1,8 @@
 // RMSNorm and LayerNorm kernels: one block per row, the row's sums by block_sum (see norms.h for
-// the math); the weight and bias grads by the two-level column sums. RMSNorm's row kernels move
+// the math); the weight and bias grads by the two-level column sums, in scratch. RMSNorm's row kernels move
 // 16 bytes per load and store where the rows are aligned for it. Every sum and statistic is in
 // C = compute_t<T> (float32 for bfloat16); elements are rounded to T once, on store.
-#include "kernels/cuda/norms.h"
+#include "kernels/norms.h"
 
 #include <cstdint>
 #include <initializer_list>
@@ -170,11 +170,15 @@ struct CenteredWeightGradTerms {
 
 }  // namespace
 
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
 template <class T>
-void rmsnorm_forward(const T* x, const T* w, T* y, compute_t<T>* rstd, int64_t rows, int64_t cols, compute_t<T> eps,
-                     int device) {
+void RMSNormForward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   with_pack_width<T>(cols, {x, w, y}, [&](auto width) {
     constexpr int K = decltype(width)::value;
     rmsnorm_forward_kernel<T, K><<<unsigned(rows), threads_for(cols / K)>>>(x, w, y, rstd, cols, eps);
@@ -182,12 +186,9 @@ void rmsnorm_forward(const T* x, const T* w, T* y, compute_t<T>* rstd, int64_t r
   check_launch("rmsnorm_forward_kernel");
 }
 
-int64_t norm_backward_scratch(int64_t rows, int64_t cols) { return column_sums_scratch(rows, cols); }
-
 template <class T>
-void rmsnorm_backward(const T* x, const T* w, const compute_t<T>* rstd, const T* dy, const T* residual_grad, T* dx,
-                      T* dw, compute_t<T>* scratch, int64_t rows, int64_t cols, int device) {
-  use_device(device);
+void RMSNormBackward<T>::cuda(KernelContext& ctx) const {
+  use_device(ctx.device);
   if (dx != nullptr && rows > 0) {
     with_pack_width<T>(cols, {x, w, dy, residual_grad, dx}, [&](auto width) {
       constexpr int K = decltype(width)::value;
@@ -196,33 +197,33 @@ void rmsnorm_backward(const T* x, const T* w, const compute_t<T>* rstd, const T*
     });
     check_launch("rmsnorm_input_grad_kernel");
   }
-  if (dw != nullptr) column_sums(WeightGradTerms<T>{x, rstd, dy, cols}, rows, cols, dw, scratch);
+  if (dw == nullptr) return;
+  compute_t<T>* scratch = ctx.scratch<compute_t<T>>(column_sums_scratch(rows, cols));
+  column_sums(WeightGradTerms<T>{x, rstd, dy, cols}, rows, cols, dw, scratch);
 }
 
 template <class T>
-void layernorm_forward(const T* x, const T* w, const T* b, T* y, compute_t<T>* mean, compute_t<T>* rstd, int64_t rows,
-                       int64_t cols, compute_t<T> eps, int device) {
+void LayerNormForward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   layernorm_forward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, w, b, y, mean, rstd, cols, eps);
   check_launch("layernorm_forward_kernel");
 }
 
-// The column sums run one after the other on the same stream, so they can share `scratch`.
+// The column sums run one after the other on the same stream, so they share one scratch block.
 template <class T>
-void layernorm_backward(const T* x, const T* w, const compute_t<T>* mean, const compute_t<T>* rstd, const T* dy, T* dx,
-                        T* dw, T* db, compute_t<T>* scratch, int64_t rows, int64_t cols, int device) {
-  use_device(device);
+void LayerNormBackward<T>::cuda(KernelContext& ctx) const {
+  use_device(ctx.device);
   if (dx != nullptr && rows > 0) {
     layernorm_input_grad_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, w, mean, rstd, dy, dx, cols);
     check_launch("layernorm_input_grad_kernel");
   }
+  if (dw == nullptr && db == nullptr) return;
+  compute_t<T>* scratch = ctx.scratch<compute_t<T>>(column_sums_scratch(rows, cols));
   if (dw != nullptr) column_sums(CenteredWeightGradTerms<T>{x, mean, rstd, dy, cols}, rows, cols, dw, scratch);
   if (db != nullptr) column_sums(Elements<T>{dy, cols}, rows, cols, db, scratch);
 }
 
-FUSELAB_CUDA_NORMS_INSTANTIATE(float)
-FUSELAB_CUDA_NORMS_INSTANTIATE(double)
-FUSELAB_CUDA_NORMS_INSTANTIATE(bfloat16)
+FUSELAB_NORM_KERNELS(FUSELAB_INSTANTIATE_CUDA)
 
-}  // namespace fuselab::kernels::cuda
+}  // namespace fuselab::kernels

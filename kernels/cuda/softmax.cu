@@ -1,4 +1,5 @@
-#include "kernels/cuda/softmax.h"
+// The CUDA bodies of kernels/softmax.h: one block per row.
+#include "kernels/softmax.h"
 
 #include <cfloat>
 
@@ -72,42 +73,44 @@ int threads_for(int64_t cols) { return cols >= 1024 ? 512 : cols >= 256 ? 256 : 
 
 }  // namespace
 
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
 template <class T>
-void softmax_forward(const T* x, T* y, int64_t rows, int64_t cols, bool log, int device) {
+void SoftmaxForward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   softmax_forward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, y, cols, log);
   check_launch("softmax_forward_kernel");
 }
 
 template <class T>
-void softmax_backward(const T* y, const T* dy, T* dx, int64_t rows, int64_t cols, bool log, int device) {
+void SoftmaxBackward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   softmax_backward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(y, dy, dx, cols, log);
   check_launch("softmax_backward_kernel");
 }
 
 template <class T>
-void cross_entropy_forward(const T* x, const int64_t* labels, T* lse, T* row_loss, int64_t rows, int64_t cols,
-                           int64_t ignore_index, int device) {
+void CrossEntropyForward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   cross_entropy_forward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, row_loss, cols, ignore_index);
   check_launch("cross_entropy_forward_kernel");
 }
 
 template <class T>
-void cross_entropy_backward(const T* x, const int64_t* labels, const T* lse, T grad_scale, T* dx, int64_t rows,
-                            int64_t cols, int64_t ignore_index, int device) {
+void CrossEntropyBackward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   cross_entropy_backward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, grad_scale, dx, cols,
                                                                          ignore_index);
   check_launch("cross_entropy_backward_kernel");
 }
 
-FUSELAB_CUDA_SOFTMAX_INSTANTIATE(float)
-FUSELAB_CUDA_SOFTMAX_INSTANTIATE(double)
+FUSELAB_SOFTMAX_KERNELS(FUSELAB_INSTANTIATE_CUDA)
 
-}  // namespace fuselab::kernels::cuda
+}  // namespace fuselab::kernels

@@ -13,17 +13,16 @@
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/linear_epilogue.h"
-#include "kernels/cuda/norms.h"
 #include "kernels/cuda/optimizer_steps.h"
-#include "kernels/cuda/softmax.h"
 #include "kernels/cuda/swiglu.h"
+#include "kernels/norms.h"
+#include "kernels/softmax.h"
 
 namespace fuselab::kernels::cuda {
-namespace {
+
 [[noreturn]] void unavailable(const char* call) {
   throw std::runtime_error(std::string(call) + ": FuseLab was built without CUDA (--config=cpu)");
 }
-}  // namespace
 
 bool compiled_with_cuda() { return false; }
 int device_count() { return 0; }
@@ -69,33 +68,11 @@ bool gemm_with_epilogue(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t
   unavailable("cublasLtMatmul");
 }
 template <class T>
-void rmsnorm_forward(const T*, const T*, T*, compute_t<T>*, int64_t, int64_t, compute_t<T>, int) {
-  unavailable("rmsnorm_forward_kernel");
-}
-int64_t norm_backward_scratch(int64_t, int64_t) { return 0; }
-template <class T>
-void rmsnorm_backward(const T*, const T*, const compute_t<T>*, const T*, const T*, T*, T*, compute_t<T>*, int64_t,
-                      int64_t, int) {
-  unavailable("rmsnorm_input_grad_kernel");
-}
-template <class T>
 void adamw_step(const std::vector<ParamBuffers<T>>&, const AdamWHyper&, int) { unavailable("multi_tensor_kernel"); }
 template <class T>
 void sgd_step(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int) { unavailable("multi_tensor_kernel"); }
 template <class T>
 double sum_squares(const T*, int64_t, int) { unavailable("sum_squares_kernel"); }
-template <class T>
-void softmax_forward(const T*, T*, int64_t, int64_t, bool, int) { unavailable("softmax_forward_kernel"); }
-template <class T>
-void softmax_backward(const T*, const T*, T*, int64_t, int64_t, bool, int) { unavailable("softmax_backward_kernel"); }
-template <class T>
-void cross_entropy_forward(const T*, const int64_t*, T*, T*, int64_t, int64_t, int64_t, int) {
-  unavailable("cross_entropy_forward_kernel");
-}
-template <class T>
-void cross_entropy_backward(const T*, const int64_t*, const T*, T, T*, int64_t, int64_t, int64_t, int) {
-  unavailable("cross_entropy_backward_kernel");
-}
 template <class T>
 void embedding_forward(const T*, const int64_t*, T*, int64_t, int64_t, int) { unavailable("embedding_forward_kernel"); }
 template <class T>
@@ -115,16 +92,6 @@ int64_t activation_bias_backward_scratch(int64_t, int64_t) { return 0; }
 template <class T>
 void activation_bias_backward(Activation, const T*, const T*, T*, T*, compute_t<T>*, int64_t, int64_t, int) {
   unavailable("column_partials_kernel");
-}
-template <class T>
-void layernorm_forward(const T*, const T*, const T*, T*, compute_t<T>*, compute_t<T>*, int64_t, int64_t, compute_t<T>,
-                       int) {
-  unavailable("layernorm_forward_kernel");
-}
-template <class T>
-void layernorm_backward(const T*, const T*, const compute_t<T>*, const compute_t<T>*, const T*, T*, T*, T*,
-                        compute_t<T>*, int64_t, int64_t, int) {
-  unavailable("layernorm_input_grad_kernel");
 }
 template <class T>
 void conv2d_forward(const Conv2dGeometry&, const T*, const T*, T*, int) { unavailable("cudnnConvolutionForward"); }
@@ -170,9 +137,7 @@ bool allow_tf32() { return false; }
   FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(T)     \
   FUSELAB_CUDA_GEMM_INSTANTIATE(T)            \
   FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(T) \
-  FUSELAB_CUDA_NORMS_INSTANTIATE(T)           \
   FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(T) \
-  FUSELAB_CUDA_SOFTMAX_INSTANTIATE(T)         \
   FUSELAB_CUDA_SWIGLU_INSTANTIATE(T)          \
   FUSELAB_CUDA_EMBEDDING_INSTANTIATE(T)
 INSTANTIATE(float)
@@ -180,8 +145,22 @@ INSTANTIATE(double)
 FUSELAB_CUDA_ELEMENTWISE_BF16_INSTANTIATE(bfloat16)
 FUSELAB_CUDA_GEMM_INSTANTIATE(bfloat16)
 FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(bfloat16)
-FUSELAB_CUDA_NORMS_INSTANTIATE(bfloat16)
 FUSELAB_CUDA_SUM_SQUARES_BF16_INSTANTIATE
 FUSELAB_CUDA_CAST_INSTANTIATE
 
 }  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+
+// Every kernel of a family list (kernels/kernel.h), as a cuda() that throws.
+#define FUSELAB_CUDA_STUB_ONE(Kernel, T)                      \
+  template <>                                                 \
+  void Kernel<T>::cuda(KernelContext&) const {                \
+    cuda::unavailable(#Kernel);                               \
+  }
+#define FUSELAB_CUDA_STUB(Kernel, TYPES) TYPES(FUSELAB_CUDA_STUB_ONE, Kernel)
+
+FUSELAB_NORM_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_SOFTMAX_KERNELS(FUSELAB_CUDA_STUB)
+
+}  // namespace fuselab::kernels

@@ -1,9 +1,8 @@
 #include "ops/basic/layernorm.h"
 
-#include "kernels/cpu/norms.h"
-#include "kernels/cuda/norms.h"
-#include "tensor/dispatch.h"
+#include "kernels/norms.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
@@ -20,21 +19,12 @@ OpForward LayerNorm::op_forward(OpContext& ctx, const Tensor& x, const std::vect
   Tensor y = empty_like(x);
   const DType stats = compute_dtype(x.dtype());
   Tensor mean = empty({rows}, stats, x.device()), rstd = empty({rows}, stats, x.device());
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "LayerNorm", x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cpu::layernorm_forward<T>(x.data<T>(), parameter(0).data<T>(), parameter(1).data<T>(), y.data<T>(),
-                                           mean.data<compute_t<T>>(), rstd.data<compute_t<T>>(), rows, features_,
-                                           compute_t<T>(eps_));
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cuda::layernorm_forward<T>(x.cuda_data<T>(), parameter(0).cuda_data<T>(),
-                                            parameter(1).cuda_data<T>(), y.cuda_data<T>(),
-                                            mean.cuda_data<compute_t<T>>(), rstd.cuda_data<compute_t<T>>(), rows,
-                                            features_, compute_t<T>(eps_), x.device().index);
-      });
+  launch_floating<WithBFloat16::Yes>("LayerNorm", x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::LayerNormForward<T>{x.ptr<T>(),  parameter(0).ptr<T>(),    parameter(1).ptr<T>(),
+                                        y.ptr<T>(),  mean.ptr<compute_t<T>>(), rstd.ptr<compute_t<T>>(),
+                                        rows,        features_,                compute_t<T>(eps_)};
+  });
   if (ctx.requires_backward()) ctx.save<LayerNormSaved>() = {x, mean, rstd};
   return {y, {}};
 }
@@ -42,29 +32,21 @@ OpForward LayerNorm::op_forward(OpContext& ctx, const Tensor& x, const std::vect
 OpBackward LayerNorm::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
   const LayerNormSaved& saved = ctx.saved<LayerNormSaved>(describe());
   Tensor dx = ctx.input_requires_grad ? empty_like(saved.input) : Tensor();
-  Tensor dw = ctx.params_require_grad.at(0) ? zeros_like(parameter(0)) : Tensor();
-  Tensor db = ctx.params_require_grad.at(1) ? zeros_like(parameter(1)) : Tensor();
-  const int64_t rows = math::rows_of(dy);
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "LayerNorm backward", dy,
-      [&](auto zero) {
-        using T = decltype(zero);
-        auto ptr = [](const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; };
-        kernels::cpu::layernorm_backward<T>(saved.input.data<T>(), parameter(0).data<T>(),
-                                            saved.mean.data<compute_t<T>>(), saved.rstd.data<compute_t<T>>(),
-                                            dy.data<T>(), ptr(dx), ptr(dw), ptr(db), rows, features_);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        auto ptr = [](const Tensor& t) { return t.defined() ? t.cuda_data<T>() : nullptr; };
-        Tensor scratch =
-            empty({kernels::cuda::norm_backward_scratch(rows, features_)}, compute_dtype(dy.dtype()), dy.device());
-        kernels::cuda::layernorm_backward<T>(saved.input.cuda_data<T>(), parameter(0).cuda_data<T>(),
-                                             saved.mean.cuda_data<compute_t<T>>(),
-                                             saved.rstd.cuda_data<compute_t<T>>(), dy.cuda_data<T>(), ptr(dx),
-                                             ptr(dw), ptr(db), scratch.cuda_data<compute_t<T>>(), rows, features_,
-                                             dy.device().index);
-      });
+  Tensor dw = ctx.params_require_grad.at(0) ? empty_like(parameter(0)) : Tensor();
+  Tensor db = ctx.params_require_grad.at(1) ? empty_like(parameter(1)) : Tensor();
+  launch_floating<WithBFloat16::Yes>("LayerNorm backward", dy, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::LayerNormBackward<T>{saved.input.ptr<T>(),
+                                         parameter(0).ptr<T>(),
+                                         saved.mean.ptr<compute_t<T>>(),
+                                         saved.rstd.ptr<compute_t<T>>(),
+                                         dy.ptr<T>(),
+                                         ptr_or_null<T>(dx),
+                                         ptr_or_null<T>(dw),
+                                         ptr_or_null<T>(db),
+                                         math::rows_of(dy),
+                                         features_};
+  });
   return {dx, {}, {dw, db}};
 }
 

@@ -1,5 +1,5 @@
 // LayerNorm over the last dim: y = (x - mean) / sqrt(var + eps) * w + b.
-// The math is in kernels/cpu/norms.h.
+// The math is in kernels/norms.h.
 #pragma once
 
 #include "ops/basic_op.h"

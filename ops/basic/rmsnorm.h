@@ -1,5 +1,5 @@
 // RMSNorm over the last dim with a learnable weight: y = x / sqrt(mean(x^2) + eps) * w.
-// The math is in kernels/cpu/norms.h.
+// The math is in kernels/norms.h.
 #pragma once
 
 #include "ops/basic_op.h"
@@ -21,9 +21,6 @@ class RMSNorm : public BasicOp {
 
   OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
-
-  // dx (+ residual_grad when defined) and dw, in one pass; shared with BackwardAddRMSNorm.
-  OpBackward backward_with_residual(OpContext& ctx, const Tensor& dy, const Tensor& residual_grad);
 
  private:
   int64_t features_;

@@ -1,5 +1,5 @@
 // BackwardAddRMSNorm: MakeExtraOutput then RMSNorm (forward order), in backward.
-//   dx = rmsnorm_backward(dy) + de  in the same pass over each row (kernels/cpu/norms.h),
+//   dx = RMSNorm backward(dy) + de  in the same pass over each row (kernels/norms.h),
 // where de is the grad of the residual branch. Reads RMSNormSaved {x, rstd}.
 #pragma once
 

@@ -1,0 +1,65 @@
+// Row-wise softmax, log-softmax and softmax cross-entropy over x of [rows, cols].
+//
+//   lse(x_r) = m + log sum_j e^(x_rj - m),  m = max_j x_rj (for stability)
+//   softmax(x)_j = e^(x_j - lse);  log_softmax(x)_j = x_j - lse
+//   softmax backward:      dx = y * (dy - sum_j dy_j y_j)
+//   log_softmax backward:  dx = dy - e^y * sum_j dy_j
+//   cross-entropy:         loss_r = lse(x_r) - x_r[label_r];  dx_r = (softmax(x_r) - onehot) * grad_scale
+//
+// Rows whose label is ignore_index get loss 0 and dx 0; the caller checks that the other labels
+// are in range. Kernels: kernels/cpu/softmax.cc and kernels/cuda/softmax.cu (one block per row).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernel.h"
+
+namespace fuselab::kernels {
+
+template <class T>
+struct SoftmaxForward {
+  const T* x;
+  T* y;
+  int64_t rows, cols;
+  bool log;  // log-softmax
+  FUSELAB_KERNEL_ENTRY_POINTS;
+};
+
+template <class T>
+struct SoftmaxBackward {
+  const T* y;  // the forward's output (softmax, or log-softmax when `log`)
+  const T* dy;
+  T* dx;
+  int64_t rows, cols;
+  bool log;
+  FUSELAB_KERNEL_ENTRY_POINTS;
+};
+
+template <class T>
+struct CrossEntropyForward {
+  const T* x;
+  const int64_t* labels;  // [rows]
+  T* lse;                 // [rows], for the backward
+  T* row_loss;            // [rows]
+  int64_t rows, cols, ignore_index;
+  FUSELAB_KERNEL_ENTRY_POINTS;
+};
+
+template <class T>
+struct CrossEntropyBackward {
+  const T* x;
+  const int64_t* labels;
+  const T* lse;
+  T grad_scale;  // the loss's grad over the number of counted rows
+  T* dx;
+  int64_t rows, cols, ignore_index;
+  FUSELAB_KERNEL_ENTRY_POINTS;
+};
+
+#define FUSELAB_SOFTMAX_KERNELS(X)             \
+  X(SoftmaxForward, FUSELAB_FLOAT_DOUBLE)      \
+  X(SoftmaxBackward, FUSELAB_FLOAT_DOUBLE)     \
+  X(CrossEntropyForward, FUSELAB_FLOAT_DOUBLE) \
+  X(CrossEntropyBackward, FUSELAB_FLOAT_DOUBLE)
+
+}  // namespace fuselab::kernels
