@@ -50,6 +50,16 @@ class KernelContext {
 #define FUSELAB_INSTANTIATE_CPU(Kernel, TYPES) TYPES(FUSELAB_INSTANTIATE_CPU_ONE, Kernel)
 #define FUSELAB_INSTANTIATE_CUDA(Kernel, TYPES) TYPES(FUSELAB_INSTANTIATE_CUDA_ONE, Kernel)
 
+// cuda() entry points that throw, for builds without a backend's library (kernels/cuda/stubs.cc,
+// tools/cuda_emulator/library_standins.cc): each defines `[[noreturn]] void unavailable(const
+// char* kernel)` in fuselab::kernels before it expands FUSELAB_<FAMILY>_KERNELS(FUSELAB_CUDA_STUB).
+#define FUSELAB_CUDA_STUB_ONE(Kernel, T)       \
+  template <>                                  \
+  void Kernel<T>::cuda(KernelContext&) const { \
+    unavailable(#Kernel);                      \
+  }
+#define FUSELAB_CUDA_STUB(Kernel, TYPES) TYPES(FUSELAB_CUDA_STUB_ONE, Kernel)
+
 // The argument structs' entry points, declared once for every kernel.
 #define FUSELAB_KERNEL_ENTRY_POINTS    \
   void cpu(KernelContext& ctx) const;  \

@@ -1,14 +1,14 @@
 #include "tensor/tensor_math.h"
 
-#include "kernels/cpu/embedding.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda/device_api.h"
 #include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/embedding.h"
 #include "tensor/broadcast.h"
 #include "tensor/dispatch.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 
 namespace fuselab::math {
 
@@ -211,36 +211,20 @@ Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {
   Shape out_shape = ids.shape();
   out_shape.push_back(dim);
   Tensor out = empty(out_shape, table.dtype(), table.device());
-  dispatch_floating_on_device(
-      op, table,
-      [&](auto zero) {
-        using T = decltype(zero);
-        cpu::embedding_forward<T>(table.data<T>(), ids.data<int64_t>(), out.data<T>(), ids.numel(), dim);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        gpu::embedding_forward<T>(table.cuda_data<T>(), ids.cuda_data<int64_t>(), out.cuda_data<T>(), ids.numel(), dim,
-                                  table.device().index);
-      });
+  launch_floating(op, table, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::EmbeddingForward<T>{table.ptr<T>(), ids.ptr<int64_t>(), out.ptr<T>(), ids.numel(), dim};
+  });
   return out;
 }
 
 Tensor embedding_backward(const Tensor& dout, const Tensor& ids, const Shape& table_shape) {
-  // The CPU kernel adds into zeros; the CUDA kernel writes every row itself.
-  Tensor dtable = dout.device().is_cpu() ? zeros(table_shape, dout.dtype())
-                                         : empty(table_shape, dout.dtype(), dout.device());
+  Tensor dtable = empty(table_shape, dout.dtype(), dout.device());
   const int64_t vocab = table_shape[0], dim = table_shape[1];
-  dispatch_floating_on_device(
-      "embedding backward", dout,
-      [&](auto zero) {
-        using T = decltype(zero);
-        cpu::embedding_backward<T>(dout.data<T>(), ids.data<int64_t>(), dtable.data<T>(), ids.numel(), dim);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        gpu::embedding_backward<T>(dout.cuda_data<T>(), ids.cuda_data<int64_t>(), dtable.cuda_data<T>(), ids.numel(),
-                                   vocab, dim, dout.device().index);
-      });
+  launch_floating("embedding backward", dout, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::EmbeddingBackward<T>{dout.ptr<T>(), ids.ptr<int64_t>(), dtable.ptr<T>(), ids.numel(), vocab, dim};
+  });
   return dtable;
 }
 

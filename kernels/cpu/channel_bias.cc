@@ -1,11 +1,13 @@
-#include "kernels/cpu/channel_bias.h"
+// The CPU bodies of kernels/channel_bias.h.
+#include "kernels/channel_bias.h"
 
 #include "kernels/cpu/threading.h"
 
-namespace fuselab::kernels::cpu {
+namespace fuselab::kernels {
+using namespace cpu;  // threading.h
 
 template <class T>
-void channel_bias_forward(const T* x, const T* b, T* y, int64_t batch, int64_t channels, int64_t plane) {
+void ChannelBiasForward<T>::cpu(KernelContext&) const {
 #pragma omp parallel for schedule(static) if (batch * channels * plane > kParallelGrain)
   for (int64_t row = 0; row < batch * channels; ++row) {
     const T bias = b[row % channels];
@@ -17,7 +19,7 @@ void channel_bias_forward(const T* x, const T* b, T* y, int64_t batch, int64_t c
 }
 
 template <class T>
-void channel_bias_grad(const T* dy, T* db, int64_t batch, int64_t channels, int64_t plane) {
+void ChannelBiasGrad<T>::cpu(KernelContext&) const {
   // Each channel sums its own rows in a fixed order: deterministic at any thread count.
 #pragma omp parallel for schedule(static) if (batch * channels * plane > kParallelGrain)
   for (int64_t k = 0; k < channels; ++k) {
@@ -33,11 +35,6 @@ void channel_bias_grad(const T* dy, T* db, int64_t batch, int64_t channels, int6
   }
 }
 
-#define FUSELAB_INSTANTIATE(T)                                                                   \
-  template void channel_bias_forward<T>(const T*, const T*, T*, int64_t, int64_t, int64_t); \
-  template void channel_bias_grad<T>(const T*, T*, int64_t, int64_t, int64_t);
-FUSELAB_INSTANTIATE(float)
-FUSELAB_INSTANTIATE(double)
-#undef FUSELAB_INSTANTIATE
+FUSELAB_CHANNEL_BIAS_KERNELS(FUSELAB_INSTANTIATE_CPU)
 
-}  // namespace fuselab::kernels::cpu
+}  // namespace fuselab::kernels

@@ -1,4 +1,5 @@
-#include "kernels/cpu/conv2d.h"
+// The CPU bodies of kernels/conv2d.h: im2col, then one GEMM per image.
+#include "kernels/conv2d.h"
 
 #include <algorithm>
 
@@ -96,14 +97,19 @@ void forward_images(const Conv2dGeometry& g, const T* x, const T* w, T* y, T* co
 
 }  // namespace
 
+}  // namespace fuselab::kernels::cpu
+
+namespace fuselab::kernels {
+using namespace cpu;
+
 template <class T>
-void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, T* y, T* col) {
-  forward_images(g, x, w, y, col, [](int64_t) {});
+void Conv2dForward<T>::cpu(KernelContext& ctx) const {
+  forward_images(g, x, w, y, ctx.scratch<T>(g.patch() * g.out_plane()), [](int64_t) {});
 }
 
 template <class T>
-void conv2d_bias_activation_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b,
-                                    Activation act, T* pre, T* y, T* col) {
+void Conv2dBiasActivationForward<T>::cpu(KernelContext& ctx) const {
+  T* col = ctx.scratch<T>(g.patch() * g.out_plane());
   const int64_t plane = g.out_plane();
   if (act == Activation::None) {  // pre would equal y: y = conv + b
     return forward_images(g, x, w, y, col, [&](int64_t image) {
@@ -125,7 +131,8 @@ void conv2d_bias_activation_forward(const Conv2dGeometry& g, const T* x, const T
 }
 
 template <class T>
-void conv2d_backward_data(const Conv2dGeometry& g, const T* w, const T* dy, T* dx, T* col) {
+void Conv2dBackwardData<T>::cpu(KernelContext& ctx) const {
+  T* col = ctx.scratch<T>(g.patch() * g.out_plane());
   const int64_t in_image = g.in_channels * g.in_plane(), out_image = g.out_channels * g.out_plane();
   for (int64_t n = 0; n < g.batch; ++n) {
     // dcol [CRS, PQ] = w^T [CRS, K] dy_n [K, PQ]
@@ -136,24 +143,17 @@ void conv2d_backward_data(const Conv2dGeometry& g, const T* w, const T* dy, T* d
 }
 
 template <class T>
-void conv2d_backward_filter(const Conv2dGeometry& g, const T* x, const T* dy, T* dw, T* col) {
+void Conv2dBackwardFilter<T>::cpu(KernelContext& ctx) const {
+  T* col = ctx.scratch<T>(g.patch() * g.out_plane());
   const int64_t in_image = g.in_channels * g.in_plane(), out_image = g.out_channels * g.out_plane();
   for (int64_t n = 0; n < g.batch; ++n) {
     im2col(g, x + n * in_image, col);
-    // dw [K, CRS] (+)= dy_n [K, PQ] col_n^T [PQ, CRS]
+    // dw [K, CRS] = sum_n dy_n [K, PQ] col_n^T [PQ, CRS]
     gemm<T>(false, true, g.out_channels, g.patch(), g.out_plane(), T(1), dy + n * out_image, g.out_plane(), col,
             g.out_plane(), n == 0 ? T(0) : T(1), dw, g.patch());
   }
 }
 
-#define FUSELAB_INSTANTIATE(T)                                                                                 \
-  template void conv2d_forward<T>(const Conv2dGeometry&, const T*, const T*, T*, T*);                          \
-  template void conv2d_bias_activation_forward<T>(const Conv2dGeometry&, const T*, const T*, const T*,         \
-                                                  Activation, T*, T*, T*);                                     \
-  template void conv2d_backward_data<T>(const Conv2dGeometry&, const T*, const T*, T*, T*);                    \
-  template void conv2d_backward_filter<T>(const Conv2dGeometry&, const T*, const T*, T*, T*);
-FUSELAB_INSTANTIATE(float)
-FUSELAB_INSTANTIATE(double)
-#undef FUSELAB_INSTANTIATE
+FUSELAB_CONV2D_KERNELS(FUSELAB_INSTANTIATE_CPU)
 
-}  // namespace fuselab::kernels::cpu
+}  // namespace fuselab::kernels

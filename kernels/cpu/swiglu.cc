@@ -1,12 +1,14 @@
-#include "kernels/cpu/swiglu.h"
+// The CPU bodies of kernels/swiglu.h: rows in parallel, each in a SIMD loop.
+#include "kernels/swiglu.h"
 
 #include "kernels/cpu/threading.h"
 #include "kernels/swiglu_math.h"
 
-namespace fuselab::kernels::cpu {
+namespace fuselab::kernels {
+using namespace cpu;  // threading.h
 
 template <class T>
-void swiglu_forward(const T* x, T* y, int64_t rows, int64_t n) {
+void SwiGLUForward<T>::cpu(KernelContext&) const {
 #pragma omp parallel for if (rows * n > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T* a = x + r * 2 * n;
@@ -18,7 +20,7 @@ void swiglu_forward(const T* x, T* y, int64_t rows, int64_t n) {
 }
 
 template <class T>
-void swiglu_backward(const T* x, const T* dy, T* dx, int64_t rows, int64_t n) {
+void SwiGLUBackward<T>::cpu(KernelContext&) const {
 #pragma omp parallel for if (rows * n > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T* a = x + r * 2 * n;
@@ -31,9 +33,6 @@ void swiglu_backward(const T* x, const T* dy, T* dx, int64_t rows, int64_t n) {
   }
 }
 
-template void swiglu_forward<float>(const float*, float*, int64_t, int64_t);
-template void swiglu_forward<double>(const double*, double*, int64_t, int64_t);
-template void swiglu_backward<float>(const float*, const float*, float*, int64_t, int64_t);
-template void swiglu_backward<double>(const double*, const double*, double*, int64_t, int64_t);
+FUSELAB_SWIGLU_KERNELS(FUSELAB_INSTANTIATE_CPU)
 
-}  // namespace fuselab::kernels::cpu
+}  // namespace fuselab::kernels

@@ -1,3 +1,6 @@
+// The CUDA bodies of kernels/channel_bias.h, and the fused convolution's epilogue.
+#include "kernels/channel_bias.h"
+
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/channel_bias.h"
 #include "kernels/cuda/cuda_check.h"
@@ -39,15 +42,6 @@ __global__ void channel_bias_grad_kernel(const T* dy, T* db, int64_t batch, int6
 }  // namespace
 
 template <class T>
-void channel_bias_forward(const T* x, const T* b, T* y, int64_t batch, int64_t channels, int64_t plane, int device) {
-  const int64_t n = batch * channels * plane;
-  if (n == 0) return;
-  use_device(device);
-  channel_bias_kernel<T><<<blocks_for(n), kThreads>>>(x, b, y, n, channels, plane);
-  check_launch("channel_bias_kernel");
-}
-
-template <class T>
 void channel_bias_activation_forward(Activation act, const T* b, T* y, T* pre, int64_t batch, int64_t channels,
                                      int64_t plane, int device) {
   const int64_t n = batch * channels * plane;
@@ -59,15 +53,35 @@ void channel_bias_activation_forward(Activation act, const T* b, T* y, T* pre, i
   check_launch("channel_bias_activation_kernel");
 }
 
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
 template <class T>
-void channel_bias_grad(const T* dy, T* db, int64_t batch, int64_t channels, int64_t plane, int device) {
+void ChannelBiasForward<T>::cuda(KernelContext& ctx) const {
+  const int64_t n = batch * channels * plane;
+  if (n == 0) return;
+  use_device(ctx.device);
+  channel_bias_kernel<T><<<blocks_for(n), kThreads>>>(x, b, y, n, channels, plane);
+  check_launch("channel_bias_kernel");
+}
+
+template <class T>
+void ChannelBiasGrad<T>::cuda(KernelContext& ctx) const {
   if (channels == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   channel_bias_grad_kernel<T><<<int(channels), kThreads>>>(dy, db, batch, channels, plane);
   check_launch("channel_bias_grad_kernel");
 }
 
-FUSELAB_CUDA_CHANNEL_BIAS_INSTANTIATE(float)
-FUSELAB_CUDA_CHANNEL_BIAS_INSTANTIATE(double)
+FUSELAB_CHANNEL_BIAS_KERNELS(FUSELAB_INSTANTIATE_CUDA)
 
+}  // namespace fuselab::kernels
+
+namespace fuselab::kernels::cuda {
+template void channel_bias_activation_forward<float>(Activation, const float*, float*, float*, int64_t, int64_t,
+                                                     int64_t, int);
+template void channel_bias_activation_forward<double>(Activation, const double*, double*, double*, int64_t, int64_t,
+                                                      int64_t, int);
 }  // namespace fuselab::kernels::cuda

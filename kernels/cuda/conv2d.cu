@@ -1,6 +1,7 @@
 // cuDNN's legacy convolution API (cudnn_cnn.h): deprecated in cuDNN 9 in favour of the graph
 // API, but complete for plain NCHW convolutions and still the shortest correct code for them.
-#include "kernels/cuda/conv2d.h"
+#include "kernels/conv2d.h"
+#include "kernels/cuda/channel_bias.h"
 
 #include <cudnn.h>
 
@@ -194,10 +195,15 @@ bool has_no_output(const Conv2dGeometry& g) { return g.batch == 0 || g.out_chann
 
 }  // namespace
 
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
 template <class T>
-void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, T* y, int device) {
+void Conv2dForward<T>::cuda(KernelContext& ctx) const {
   if (has_no_output(g)) return;
-  ConvCall<T> c(Pass::Forward, g, device);
+  ConvCall<T> c(Pass::Forward, g, ctx.device);
   const T one = 1, zero = 0;
   check_cudnn(cudnnConvolutionForward(c.state.handle, &one, c.d.x, x, c.d.w, w, c.d.conv,
                                       cudnnConvolutionFwdAlgo_t(c.algorithm.algo), c.workspace,
@@ -206,9 +212,13 @@ void conv2d_forward(const Conv2dGeometry& g, const T* x, const T* w, T* y, int d
 }
 
 template <class T>
-void conv2d_bias_relu_forward(const Conv2dGeometry& g, const T* x, const T* w, const T* b, T* y, int device) {
+void Conv2dBiasActivationForward<T>::cuda(KernelContext& ctx) const {
   if (has_no_output(g)) return;
-  ConvCall<T> c(Pass::Forward, g, device);
+  if (act != Activation::ReLU) {
+    Conv2dForward<T>{g, x, w, y}.cuda(ctx);
+    return channel_bias_activation_forward<T>(act, b, y, pre, g.batch, g.out_channels, g.out_plane(), ctx.device);
+  }
+  ConvCall<T> c(Pass::Forward, g, ctx.device);
   cudnnActivationDescriptor_t relu = nullptr;
   check_cudnn(cudnnCreateActivationDescriptor(&relu), "cudnnCreateActivationDescriptor");
   check_cudnn(cudnnSetActivationDescriptor(relu, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
@@ -223,9 +233,9 @@ void conv2d_bias_relu_forward(const Conv2dGeometry& g, const T* x, const T* w, c
 }
 
 template <class T>
-void conv2d_backward_data(const Conv2dGeometry& g, const T* w, const T* dy, T* dx, int device) {
+void Conv2dBackwardData<T>::cuda(KernelContext& ctx) const {
   if (g.batch == 0) return;
-  ConvCall<T> c(Pass::BackwardData, g, device);
+  ConvCall<T> c(Pass::BackwardData, g, ctx.device);
   const T one = 1, zero = 0;
   check_cudnn(cudnnConvolutionBackwardData(c.state.handle, &one, c.d.w, w, c.d.y, dy, c.d.conv,
                                            cudnnConvolutionBwdDataAlgo_t(c.algorithm.algo), c.workspace,
@@ -234,8 +244,8 @@ void conv2d_backward_data(const Conv2dGeometry& g, const T* w, const T* dy, T* d
 }
 
 template <class T>
-void conv2d_backward_filter(const Conv2dGeometry& g, const T* x, const T* dy, T* dw, int device) {
-  ConvCall<T> c(Pass::BackwardFilter, g, device);
+void Conv2dBackwardFilter<T>::cuda(KernelContext& ctx) const {
+  ConvCall<T> c(Pass::BackwardFilter, g, ctx.device);
   const T one = 1, zero = 0;
   check_cudnn(cudnnConvolutionBackwardFilter(c.state.handle, &one, c.d.x, x, c.d.y, dy, c.d.conv,
                                              cudnnConvolutionBwdFilterAlgo_t(c.algorithm.algo), c.workspace,
@@ -243,7 +253,6 @@ void conv2d_backward_filter(const Conv2dGeometry& g, const T* x, const T* dy, T*
               "cudnnConvolutionBackwardFilter");
 }
 
-FUSELAB_CUDA_CONV2D_INSTANTIATE(float)
-FUSELAB_CUDA_CONV2D_INSTANTIATE(double)
+FUSELAB_CONV2D_KERNELS(FUSELAB_INSTANTIATE_CUDA)
 
-}  // namespace fuselab::kernels::cuda
+}  // namespace fuselab::kernels

@@ -1,5 +1,7 @@
+// The CUDA body of kernels/dropout.h.
+#include "kernels/dropout.h"
+
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/dropout.h"
 #include "kernels/dropout_mask.h"
 
 namespace fuselab::kernels::cuda {
@@ -12,15 +14,19 @@ __global__ void dropout_mask_kernel(uint64_t seed, double p, T* mask, int64_t n)
 
 }  // namespace
 
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
 template <class T>
-void dropout_mask(uint64_t seed, double p, T* mask, int64_t n, int device) {
+void DropoutMask<T>::cuda(KernelContext& ctx) const {
   if (n == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   dropout_mask_kernel<T><<<blocks_for(n), kThreads>>>(seed, p, mask, n);
   check_launch("dropout_mask_kernel");
 }
 
-FUSELAB_CUDA_DROPOUT_INSTANTIATE(float)
-FUSELAB_CUDA_DROPOUT_INSTANTIATE(double)
+FUSELAB_DROPOUT_KERNELS(FUSELAB_INSTANTIATE_CUDA)
 
-}  // namespace fuselab::kernels::cuda
+}  // namespace fuselab::kernels

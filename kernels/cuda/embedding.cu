@@ -1,4 +1,5 @@
-#include "kernels/cuda/embedding.h"
+// The CUDA bodies of kernels/embedding.h.
+#include "kernels/embedding.h"
 
 #include "kernels/cuda/cuda_check.h"
 
@@ -25,25 +26,28 @@ __global__ void embedding_backward_kernel(const T* dout, const int64_t* ids, T* 
 
 }  // namespace
 
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
 template <class T>
-void embedding_forward(const T* table, const int64_t* ids, T* out, int64_t count, int64_t dim, int device) {
+void EmbeddingForward<T>::cuda(KernelContext& ctx) const {
   if (count * dim == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   embedding_forward_kernel<T><<<blocks_for(count * dim), kThreads>>>(table, ids, out, count * dim, dim);
   check_launch("embedding_forward_kernel");
 }
 
 template <class T>
-void embedding_backward(const T* dout, const int64_t* ids, T* dtable, int64_t count, int64_t vocab, int64_t dim,
-                        int device) {
+void EmbeddingBackward<T>::cuda(KernelContext& ctx) const {
   if (vocab * dim == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   embedding_backward_kernel<T><<<unsigned(vocab), dim < kThreads ? 32 * int((dim + 31) / 32) : kThreads>>>(
       dout, ids, dtable, count, dim);
   check_launch("embedding_backward_kernel");
 }
 
-FUSELAB_CUDA_EMBEDDING_INSTANTIATE(float)
-FUSELAB_CUDA_EMBEDDING_INSTANTIATE(double)
+FUSELAB_EMBEDDING_KERNELS(FUSELAB_INSTANTIATE_CUDA)
 
-}  // namespace fuselab::kernels::cuda
+}  // namespace fuselab::kernels

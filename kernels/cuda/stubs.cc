@@ -5,18 +5,18 @@
 #include <string>
 
 #include "kernels/cuda/cast.h"
-#include "kernels/cuda/channel_bias.h"
-#include "kernels/cuda/conv2d.h"
+#include "kernels/channel_bias.h"
+#include "kernels/conv2d.h"
 #include "kernels/cuda/device_api.h"
-#include "kernels/cuda/dropout.h"
 #include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/linear_epilogue.h"
 #include "kernels/cuda/optimizer_steps.h"
-#include "kernels/cuda/swiglu.h"
+#include "kernels/dropout.h"
+#include "kernels/embedding.h"
 #include "kernels/norms.h"
 #include "kernels/softmax.h"
+#include "kernels/swiglu.h"
 
 namespace fuselab::kernels::cuda {
 
@@ -74,12 +74,6 @@ void sgd_step(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int) { unava
 template <class T>
 double sum_squares(const T*, int64_t, int) { unavailable("sum_squares_kernel"); }
 template <class T>
-void embedding_forward(const T*, const int64_t*, T*, int64_t, int64_t, int) { unavailable("embedding_forward_kernel"); }
-template <class T>
-void embedding_backward(const T*, const int64_t*, T*, int64_t, int64_t, int64_t, int) {
-  unavailable("embedding_backward_kernel");
-}
-template <class T>
 EpiloguePath linear_bias_activation_forward(const T*, const T*, const T*, Activation, T*, T*, int64_t, int64_t,
                                             int64_t, int) {
   unavailable("bias_activation_kernel");
@@ -94,52 +88,19 @@ void activation_bias_backward(Activation, const T*, const T*, T*, T*, compute_t<
   unavailable("column_partials_kernel");
 }
 template <class T>
-void conv2d_forward(const Conv2dGeometry&, const T*, const T*, T*, int) { unavailable("cudnnConvolutionForward"); }
-template <class T>
-void conv2d_bias_relu_forward(const Conv2dGeometry&, const T*, const T*, const T*, T*, int) {
-  unavailable("cudnnConvolutionBiasActivationForward");
-}
-template <class T>
-void conv2d_backward_data(const Conv2dGeometry&, const T*, const T*, T*, int) {
-  unavailable("cudnnConvolutionBackwardData");
-}
-template <class T>
-void conv2d_backward_filter(const Conv2dGeometry&, const T*, const T*, T*, int) {
-  unavailable("cudnnConvolutionBackwardFilter");
-}
-template <class T>
-void channel_bias_forward(const T*, const T*, T*, int64_t, int64_t, int64_t, int) { unavailable("channel_bias_kernel"); }
-template <class T>
-void channel_bias_activation_forward(Activation, const T*, T*, T*, int64_t, int64_t, int64_t, int) {
-  unavailable("channel_bias_activation_kernel");
-}
-template <class T>
-void channel_bias_grad(const T*, T*, int64_t, int64_t, int64_t, int) { unavailable("channel_bias_grad_kernel"); }
-template <class T>
 void transpose(const T*, T*, int64_t, int64_t, int64_t, int) { unavailable("transpose_kernel"); }
 template <class T>
 void sum_cols(const T*, int64_t, int64_t, T, T*, int) { unavailable("sum_cols_kernel"); }
 template <class T>
 void expand_cols(const T*, int64_t, int64_t, T, T*, int) { unavailable("expand_cols_kernel"); }
-template <class T>
-void swiglu_forward(const T*, T*, int64_t, int64_t, int) { unavailable("swiglu_forward_kernel"); }
-template <class T>
-void swiglu_backward(const T*, const T*, T*, int64_t, int64_t, int) { unavailable("swiglu_backward_kernel"); }
-template <class T>
-void dropout_mask(uint64_t, double, T*, int64_t, int) { unavailable("dropout_mask_kernel"); }
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 
 #define INSTANTIATE(T)                        \
-  FUSELAB_CUDA_CHANNEL_BIAS_INSTANTIATE(T)    \
-  FUSELAB_CUDA_CONV2D_INSTANTIATE(T)          \
-  FUSELAB_CUDA_DROPOUT_INSTANTIATE(T)         \
   FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(T)     \
   FUSELAB_CUDA_GEMM_INSTANTIATE(T)            \
   FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(T) \
-  FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(T) \
-  FUSELAB_CUDA_SWIGLU_INSTANTIATE(T)          \
-  FUSELAB_CUDA_EMBEDDING_INSTANTIATE(T)
+  FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(T)
 INSTANTIATE(float)
 INSTANTIATE(double)
 FUSELAB_CUDA_ELEMENTWISE_BF16_INSTANTIATE(bfloat16)
@@ -152,15 +113,14 @@ FUSELAB_CUDA_CAST_INSTANTIATE
 
 namespace fuselab::kernels {
 
-// Every kernel of a family list (kernels/kernel.h), as a cuda() that throws.
-#define FUSELAB_CUDA_STUB_ONE(Kernel, T)                      \
-  template <>                                                 \
-  void Kernel<T>::cuda(KernelContext&) const {                \
-    cuda::unavailable(#Kernel);                               \
-  }
-#define FUSELAB_CUDA_STUB(Kernel, TYPES) TYPES(FUSELAB_CUDA_STUB_ONE, Kernel)
+using cuda::unavailable;
 
+FUSELAB_CHANNEL_BIAS_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_CONV2D_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_NORM_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_SOFTMAX_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_SWIGLU_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_DROPOUT_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_EMBEDDING_KERNELS(FUSELAB_CUDA_STUB)
 
 }  // namespace fuselab::kernels

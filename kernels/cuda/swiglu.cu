@@ -1,5 +1,7 @@
+// The CUDA bodies of kernels/swiglu.h: one thread per output element.
+#include "kernels/swiglu.h"
+
 #include "kernels/cuda/cuda_check.h"
-#include "kernels/cuda/swiglu.h"
 #include "kernels/swiglu_math.h"
 
 namespace fuselab::kernels::cuda {
@@ -24,23 +26,27 @@ __global__ void swiglu_backward_kernel(const T* x, const T* dy, T* dx, int64_t c
 
 }  // namespace
 
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
 template <class T>
-void swiglu_forward(const T* x, T* y, int64_t rows, int64_t n, int device) {
+void SwiGLUForward<T>::cuda(KernelContext& ctx) const {
   if (rows * n == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   swiglu_forward_kernel<T><<<blocks_for(rows * n), kThreads>>>(x, y, rows * n, n);
   check_launch("swiglu_forward_kernel");
 }
 
 template <class T>
-void swiglu_backward(const T* x, const T* dy, T* dx, int64_t rows, int64_t n, int device) {
+void SwiGLUBackward<T>::cuda(KernelContext& ctx) const {
   if (rows * n == 0) return;
-  use_device(device);
+  use_device(ctx.device);
   swiglu_backward_kernel<T><<<blocks_for(rows * n), kThreads>>>(x, dy, dx, rows * n, n);
   check_launch("swiglu_backward_kernel");
 }
 
-FUSELAB_CUDA_SWIGLU_INSTANTIATE(float)
-FUSELAB_CUDA_SWIGLU_INSTANTIATE(double)
+FUSELAB_SWIGLU_KERNELS(FUSELAB_INSTANTIATE_CUDA)
 
-}  // namespace fuselab::kernels::cuda
+}  // namespace fuselab::kernels

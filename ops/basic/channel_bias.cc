@@ -1,9 +1,8 @@
 #include "ops/basic/channel_bias.h"
 
-#include "kernels/cpu/channel_bias.h"
-#include "kernels/cuda/channel_bias.h"
-#include "tensor/dispatch.h"
+#include "kernels/channel_bias.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 
 namespace fuselab {
 namespace {
@@ -35,17 +34,10 @@ OpForward ChannelBias::op_forward(OpContext&, const Tensor& x, const std::vector
   check_channels(x);
   const ChannelLayout l = layout_of(x);
   Tensor y = empty_like(x);
-  dispatch_floating_on_device(
-      "ChannelBias", x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cpu::channel_bias_forward<T>(x.data<T>(), bias().data<T>(), y.data<T>(), l.batch, l.channels, l.plane);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cuda::channel_bias_forward<T>(x.cuda_data<T>(), bias().cuda_data<T>(), y.cuda_data<T>(), l.batch,
-                                               l.channels, l.plane, x.device().index);
-      });
+  launch_floating("ChannelBias", x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::ChannelBiasForward<T>{x.ptr<T>(), bias().ptr<T>(), y.ptr<T>(), l.batch, l.channels, l.plane};
+  });
   return {y, {}};
 }
 
@@ -53,17 +45,10 @@ OpBackward ChannelBias::op_backward(OpContext& ctx, const Tensor& dy, const std:
   if (!ctx.params_require_grad.at(0)) return {dy, {}, {Tensor()}};
   const ChannelLayout l = layout_of(dy);
   Tensor db = empty_like(bias());
-  dispatch_floating_on_device(
-      "ChannelBias backward", dy,
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cpu::channel_bias_grad<T>(dy.data<T>(), db.data<T>(), l.batch, l.channels, l.plane);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cuda::channel_bias_grad<T>(dy.cuda_data<T>(), db.cuda_data<T>(), l.batch, l.channels, l.plane,
-                                            dy.device().index);
-      });
+  launch_floating("ChannelBias backward", dy, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::ChannelBiasGrad<T>{dy.ptr<T>(), db.ptr<T>(), l.batch, l.channels, l.plane};
+  });
   return {dy, {}, {db}};
 }
 

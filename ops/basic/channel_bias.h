@@ -1,6 +1,6 @@
 // ChannelBias: one bias per channel of an [N, C, ...] tensor (the bias after a Conv2d):
 //   y[n, c, i] = x[n, c, i] + b[c],   dx = dy,   db[c] = sum_{n, i} dy[n, c, i]
-// Kernels: kernels/cpu/channel_bias.h and kernels/cuda/channel_bias.h.
+// Kernels: kernels/channel_bias.h.
 #pragma once
 
 #include "ops/basic_op.h"

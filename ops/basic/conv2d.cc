@@ -2,10 +2,9 @@
 
 #include <cmath>
 
-#include "kernels/cpu/conv2d.h"
-#include "kernels/cuda/conv2d.h"
-#include "tensor/dispatch.h"
+#include "kernels/conv2d.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 
 namespace fuselab {
 
@@ -41,18 +40,10 @@ void Conv2d::save_for_backward(OpContext& ctx, const Tensor& x, const Tensor& we
 OpForward Conv2d::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
   const kernels::Conv2dGeometry g = geometry(x);
   Tensor y = empty(output_shape(g), x.dtype(), x.device());
-  dispatch_floating_on_device(
-      "Conv2d", x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        Tensor col = empty({kernels::cpu::conv2d_scratch(g)}, x.dtype());
-        kernels::cpu::conv2d_forward<T>(g, x.data<T>(), weight().data<T>(), y.data<T>(), col.data<T>());
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cuda::conv2d_forward<T>(g, x.cuda_data<T>(), weight().cuda_data<T>(), y.cuda_data<T>(),
-                                         x.device().index);
-      });
+  launch_floating("Conv2d", x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::Conv2dForward<T>{g, x.ptr<T>(), weight().ptr<T>(), y.ptr<T>()};
+  });
   save_for_backward(ctx, x, weight());
   return {y, {}};
 }
@@ -63,30 +54,15 @@ OpBackward Conv2d::op_backward(OpContext& ctx, const Tensor& dy, const std::vect
   Tensor dx = ctx.input_requires_grad ? empty_like(saved.input) : Tensor();
   Tensor dw = ctx.params_require_grad.at(0) ? empty_like(saved.weight) : Tensor();
   if (g.batch == 0) return {dx, {}, {dw.defined() ? dw.zero_() : dw}};  // an empty sum
-  dispatch_floating_on_device(
-      "Conv2d backward", dy,
-      [&](auto zero) {
-        using T = decltype(zero);
-        Tensor col = empty({kernels::cpu::conv2d_scratch(g)}, dy.dtype());
-        if (dx.defined()) {
-          kernels::cpu::conv2d_backward_data<T>(g, saved.weight.data<T>(), dy.data<T>(), dx.data<T>(), col.data<T>());
-        }
-        if (dw.defined()) {
-          kernels::cpu::conv2d_backward_filter<T>(g, saved.input.data<T>(), dy.data<T>(), dw.data<T>(), col.data<T>());
-        }
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        const int device = dy.device().index;
-        if (dx.defined()) {
-          kernels::cuda::conv2d_backward_data<T>(g, saved.weight.cuda_data<T>(), dy.cuda_data<T>(), dx.cuda_data<T>(),
-                                                 device);
-        }
-        if (dw.defined()) {
-          kernels::cuda::conv2d_backward_filter<T>(g, saved.input.cuda_data<T>(), dy.cuda_data<T>(),
-                                                   dw.cuda_data<T>(), device);
-        }
-      });
+  dispatch_floating(dy.dtype(), "Conv2d backward", [&](auto zero) {
+    using T = decltype(zero);
+    if (dx.defined()) {
+      launch("Conv2d backward", dy, kernels::Conv2dBackwardData<T>{g, saved.weight.ptr<T>(), dy.ptr<T>(), dx.ptr<T>()});
+    }
+    if (dw.defined()) {
+      launch("Conv2d backward", dy, kernels::Conv2dBackwardFilter<T>{g, saved.input.ptr<T>(), dy.ptr<T>(), dw.ptr<T>()});
+    }
+  });
   return {dx, {}, {dw}};
 }
 

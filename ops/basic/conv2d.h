@@ -3,7 +3,7 @@
 // spatial dims, no dilation or groups.
 //   y [N, K, P, Q],  dx = conv_transpose(dy, w),  dw = sum_n dy_n im2col(x_n)^T
 // The geometry and the math: kernels/conv2d_geometry.h. CPU: im2col + GEMM
-// (kernels/cpu/conv2d.h); CUDA: cuDNN (kernels/cuda/conv2d.h).
+// and CUDA: cuDNN, both in kernels/conv2d.h.
 #pragma once
 
 #include "kernels/conv2d_geometry.h"

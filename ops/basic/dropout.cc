@@ -1,10 +1,8 @@
 #include "ops/basic/dropout.h"
 
-#include "kernels/cpu/dropout.h"
-#include "kernels/cuda/dropout.h"
-
-#include "tensor/dispatch.h"
+#include "kernels/dropout.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
@@ -21,16 +19,10 @@ OpForward Dropout::op_forward(OpContext& ctx, const Tensor& x, const std::vector
   }
   Tensor mask = empty_like(x);
   const uint64_t seed = gen_.next_u64();
-  dispatch_floating_on_device(
-      "Dropout", x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cpu::dropout_mask<T>(seed, p_, mask.data<T>(), mask.numel());
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cuda::dropout_mask<T>(seed, p_, mask.cuda_data<T>(), mask.numel(), x.device().index);
-      });
+  launch_floating("Dropout", x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::DropoutMask<T>{seed, p_, mask.ptr<T>(), mask.numel()};
+  });
   if (ctx.requires_backward()) ctx.save<DropoutSaved>().scaled_mask = mask;
   return {math::binary(math::BinaryOp::Mul, x, mask), {}};
 }

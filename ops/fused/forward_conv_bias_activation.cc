@@ -1,14 +1,12 @@
 #include "ops/fused/forward_conv_bias_activation.h"
 
-#include "kernels/cpu/conv2d.h"
-#include "kernels/cuda/channel_bias.h"
-#include "kernels/cuda/conv2d.h"
+#include "kernels/conv2d.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/channel_bias.h"
 #include "ops/basic/conv2d.h"
 #include "ops/fusion_pattern.h"
-#include "tensor/dispatch.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 
 namespace fuselab {
 
@@ -25,34 +23,12 @@ FusedForward ForwardConvBiasActivation::fuser_forward(const std::vector<OpContex
   bias.check_channels(y);
   Tensor pre;  // the activation's saved input; for ReLU y serves (ActivationSaved)
   const bool keep_pre = act != Activation::None && act != Activation::ReLU && ctxs[2]->requires_backward();
-  dispatch_floating_on_device(
-      "ForwardConvBiasActivation", x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        if (keep_pre) pre = empty_like(y);
-        Tensor col = empty({kernels::cpu::conv2d_scratch(g)}, x.dtype());
-        kernels::cpu::conv2d_bias_activation_forward<T>(g, x.data<T>(), conv.weight().data<T>(), bias.bias().data<T>(),
-                                                        act, keep_pre ? pre.data<T>() : nullptr,
-                                                        y.data<T>(), col.data<T>());
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        const int device = x.device().index;
-        const T* w = conv.weight().cuda_data<T>();
-        const T* b = bias.bias().cuda_data<T>();
-        if (act == Activation::ReLU) {
-          return kernels::cuda::conv2d_bias_relu_forward<T>(g, x.cuda_data<T>(), w, b, y.cuda_data<T>(), device);
-        }
-        kernels::cuda::conv2d_forward<T>(g, x.cuda_data<T>(), w, y.cuda_data<T>(), device);
-        if (act == Activation::None) {
-          return kernels::cuda::channel_bias_forward<T>(y.cuda_data<T>(), b, y.cuda_data<T>(), g.batch,
-                                                        g.out_channels, g.out_plane(), device);
-        }
-        if (keep_pre) pre = empty_like(y);
-        kernels::cuda::channel_bias_activation_forward<T>(act, b, y.cuda_data<T>(),
-                                                          keep_pre ? pre.cuda_data<T>() : nullptr, g.batch,
-                                                          g.out_channels, g.out_plane(), device);
-      });
+  if (keep_pre) pre = empty_like(y);
+  launch_floating("ForwardConvBiasActivation", x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::Conv2dBiasActivationForward<T>{g,   x.ptr<T>(),          conv.weight().ptr<T>(), bias.bias().ptr<T>(),
+                                                   act, ptr_or_null<T>(pre), y.ptr<T>()};
+  });
   Conv2d::save_for_backward(*ctxs[0], x, conv.weight());
   if (act != Activation::None) ActivationOp::save_for_backward(*ctxs[2], act == Activation::ReLU ? y : pre);
   return {y, TensorLists(basic_ops().size())};

@@ -1,7 +1,7 @@
 // ForwardConvBiasActivation: Conv2d, ChannelBias and an optional ReLU/GELU/SiLU in one forward call.
 //   pre = conv(x, w) + b[k],  y = act(pre)
 // CPU: each image's bias and activation run right after its GEMM, while its output is still in
-// cache, instead of two more passes over the whole output (kernels/cpu/conv2d.h).
+// cache, instead of two more passes over the whole output (kernels/conv2d.h).
 // CUDA: with ReLU, one cuDNN call (cudnnConvolutionBiasActivationForward); otherwise cuDNN's
 // convolution, then one kernel for bias and activation. Fills Conv2dSaved {x, w} and
 // ActivationSaved {pre}, or {y} for ReLU (see ActivationSaved).

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/conv2d.h"
+#include "kernels/conv2d.h"
 #include "kernels/cuda/gemm.h"
 
 namespace fuselab::kernels::cuda {
@@ -42,33 +42,19 @@ bool gemm_with_epilogue(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t
 void set_allow_tf32(bool allow) { tf32 = allow; }
 bool allow_tf32() { return tf32; }
 
-namespace {
-[[noreturn]] void not_emulated(const char* call) {
-  throw std::runtime_error(std::string(call) + ": cuDNN is not emulated (tools/cuda_emulator)");
-}
-}  // namespace
-
-template <class T>
-void conv2d_forward(const Conv2dGeometry&, const T*, const T*, T*, int) {
-  not_emulated("cudnnConvolutionForward");
-}
-template <class T>
-void conv2d_bias_relu_forward(const Conv2dGeometry&, const T*, const T*, const T*, T*, int) {
-  not_emulated("cudnnConvolutionBiasActivationForward");
-}
-template <class T>
-void conv2d_backward_data(const Conv2dGeometry&, const T*, const T*, T*, int) {
-  not_emulated("cudnnConvolutionBackwardData");
-}
-template <class T>
-void conv2d_backward_filter(const Conv2dGeometry&, const T*, const T*, T*, int) {
-  not_emulated("cudnnConvolutionBackwardFilter");
-}
-
 FUSELAB_CUDA_GEMM_INSTANTIATE(float)
 FUSELAB_CUDA_GEMM_INSTANTIATE(double)
 FUSELAB_CUDA_GEMM_INSTANTIATE(bfloat16)
-FUSELAB_CUDA_CONV2D_INSTANTIATE(float)
-FUSELAB_CUDA_CONV2D_INSTANTIATE(double)
 
 }  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+namespace {
+[[noreturn]] void unavailable(const char* kernel) {
+  throw std::runtime_error(std::string(kernel) + ": cuDNN is not emulated (tools/cuda_emulator)");
+}
+}  // namespace
+
+FUSELAB_CONV2D_KERNELS(FUSELAB_CUDA_STUB)
+
+}  // namespace fuselab::kernels
