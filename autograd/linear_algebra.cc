@@ -2,10 +2,9 @@
 //   C = A B:  dA = dC B^T,  dB = A^T dC  (per batch for 3-D)
 #include "autograd/checks.h"
 #include "autograd/functional.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cuda/elementwise.h"
-#include "tensor/dispatch.h"
+#include "kernels/elementwise.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
@@ -32,16 +31,10 @@ Tensor transposed(const Tensor& x) {
   Shape shape = x.shape();
   std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
   Tensor out = empty(shape, x.dtype(), x.device());
-  dispatch_floating_on_device(
-      "transpose", x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cpu::transpose<T>(x.data<T>(), out.data<T>(), batch, rows, cols);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cuda::transpose<T>(x.cuda_data<T>(), out.cuda_data<T>(), batch, rows, cols, x.device().index);
-      });
+  launch_floating("transpose", x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::Transpose<T>{x.ptr<T>(), out.ptr<T>(), batch, rows, cols};
+  });
   return out;
 }
 }  // namespace

@@ -4,10 +4,8 @@
 
 #include "autograd/checks.h"
 #include "autograd/functional.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cuda/optimizer_steps.h"
+#include "kernels/elementwise.h"
 #include "kernels/softmax.h"
-#include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/launch.h"
 #include "tensor/tensor_math.h"
@@ -92,16 +90,10 @@ Tensor mse(const Tensor& prediction, const Tensor& target) {
   const Tensor diff = math::binary(math::BinaryOp::Sub, prediction, target);
   const double n = double(diff.numel() ? diff.numel() : 1);
   double total = 0;  // sum (p - t)^2
-  dispatch_floating_on_device(
-      "mse", diff,
-      [&](auto zero) {
-        using T = decltype(zero);
-        total = kernels::cpu::sum_squares(diff.data<T>(), diff.numel());
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        total = kernels::cuda::sum_squares(diff.cuda_data<T>(), diff.numel(), diff.device().index);
-      });
+  launch_floating("mse", diff, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::SumSquares<T>{diff.ptr<T>(), diff.numel(), &total};
+  });
   Tensor loss = full({}, total / n, prediction.dtype(), prediction.device());
   return record("mse", {prediction, target}, loss, [diff, n](const auto& grads, const auto& needs) {
     const Tensor dp = math::scaled(diff, 2.0 * grads[0].item() / n);

@@ -4,10 +4,9 @@
 //   y_r = sum_j x_rj:     dx_rj = dy_r
 #include "autograd/checks.h"
 #include "autograd/functional.h"
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cuda/elementwise.h"
-#include "tensor/dispatch.h"
+#include "kernels/elementwise.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
@@ -28,35 +27,18 @@ Tensor reduce_last_dim(const char* name, const Tensor& x, double factor) {
   check(x.dim() >= 1, name, ": needs at least one dim, got shape ", x.shape());
   const int64_t cols = x.size(-1), rows = cols ? x.numel() / cols : 0;
   Tensor out = empty(Shape(x.shape().begin(), x.shape().end() - 1), x.dtype(), x.device());
-  dispatch_floating_on_device(
-      name, x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cpu::sum_cols<T>(x.data<T>(), rows, cols, out.data<T>());
-        kernels::cpu::scale<T>(out.data<T>(), T(factor), out.data<T>(), rows);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cuda::sum_cols<T>(x.cuda_data<T>(), rows, cols, T(factor), out.cuda_data<T>(), x.device().index);
-      });
+  launch_floating(name, x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::SumCols<T>{x.ptr<T>(), rows, cols, T(factor), out.ptr<T>()};
+  });
   const Shape shape = x.shape();
   return record(name, {x}, out, [shape, rows, cols, factor](const auto& grads, const auto&) {
     const Tensor& dy = grads[0];
     Tensor dx = empty(shape, dy.dtype(), dy.device());
-    dispatch_floating_on_device(
-        "sum backward", dy,
-        [&](auto zero) {
-          using T = decltype(zero);
-          const T* g = dy.template data<T>();
-          T* out = dx.data<T>();
-          for (int64_t r = 0; r < rows; ++r)
-            for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = T(g[r] * factor);
-        },
-        [&](auto zero) {
-          using T = decltype(zero);
-          kernels::cuda::expand_cols<T>(dy.template cuda_data<T>(), rows, cols, T(factor), dx.cuda_data<T>(),
-                                        dy.device().index);
-        });
+    launch_floating("sum backward", dy, [&](auto zero) {
+      using T = decltype(zero);
+      return kernels::ExpandCols<T>{dy.template ptr<T>(), rows, cols, T(factor), dx.template ptr<T>()};
+    });
     return std::vector<Tensor>{dx};
   });
 }

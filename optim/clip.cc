@@ -2,9 +2,8 @@
 
 #include <cmath>
 
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cuda/optimizer_steps.h"
-#include "tensor/dispatch.h"
+#include "kernels/elementwise.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
@@ -15,16 +14,12 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   for (const Tensor& p : params) {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
-    dispatch_floating_on_device<WithBFloat16::Yes>(
-        "clip_grad_norm", g,
-        [&](auto zero) {
-          using T = decltype(zero);
-          sum_sq += kernels::cpu::sum_squares(g.data<T>(), g.numel());
-        },
-        [&](auto zero) {
-          using T = decltype(zero);
-          sum_sq += kernels::cuda::sum_squares(g.cuda_data<T>(), g.numel(), g.device().index);
-        });
+    double grad_sum_sq = 0;
+    launch_floating<WithBFloat16::Yes>("clip_grad_norm", g, [&](auto zero) {
+      using T = decltype(zero);
+      return kernels::SumSquares<T>{g.ptr<T>(), g.numel(), &grad_sum_sq};
+    });
+    sum_sq += grad_sum_sq;
   }
   const double norm = std::sqrt(sum_sq);
   if (norm > max_norm) {

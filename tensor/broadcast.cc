@@ -2,10 +2,9 @@
 
 #include <algorithm>
 
-#include "kernels/cpu/elementwise.h"
-#include "kernels/cuda/elementwise.h"
-#include "tensor/dispatch.h"
+#include "kernels/elementwise.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab::math {
@@ -69,16 +68,10 @@ Tensor expand(const Tensor& x, const Shape& shape) {
   StridedIndex src;
   for (size_t d = 0; d < shape.size(); ++d) push_dim(src, shape[d], broadcast_along(from, shape, d) ? 0 : strides[d]);
   Tensor out = empty(shape, x.dtype(), x.device());
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "expand", x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cpu::expand<T>(x.data<T>(), src, out.data<T>(), out.numel());
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cuda::expand<T>(x.cuda_data<T>(), src, out.cuda_data<T>(), out.numel(), x.device().index);
-      });
+  launch_floating<WithBFloat16::Yes>("expand", x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::Expand<T>{x.ptr<T>(), src, out.ptr<T>(), out.numel()};
+  });
   return out;
 }
 
@@ -103,17 +96,10 @@ Tensor reduce_to(const Tensor& grad, const Shape& shape) {
     if (sum_along) count *= grad.shape()[d];
   }
   Tensor out = empty(shape, grad.dtype(), grad.device());
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "reduce_to", grad,
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cpu::sum_broadcast<T>(grad.data<T>(), kept, summed, count, out.data<T>(), out.numel());
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cuda::sum_broadcast<T>(grad.cuda_data<T>(), kept, summed, count, out.cuda_data<T>(), out.numel(),
-                                        grad.device().index);
-      });
+  launch_floating<WithBFloat16::Yes>("reduce_to", grad, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::SumBroadcast<T>{grad.ptr<T>(), kept, summed, count, out.ptr<T>(), out.numel()};
+  });
   return out;
 }
 

@@ -1,19 +1,14 @@
 #include "tensor/tensor_math.h"
 
-#include "kernels/cpu/gemm.h"
-#include "kernels/cuda/device_api.h"
-#include "kernels/cuda/elementwise.h"
-#include "kernels/cuda/gemm.h"
+#include "kernels/elementwise.h"
 #include "kernels/embedding.h"
+#include "kernels/matmul.h"
 #include "tensor/broadcast.h"
-#include "tensor/dispatch.h"
 #include "tensor/factories.h"
 #include "tensor/launch.h"
 
 namespace fuselab::math {
 
-namespace cpu = kernels::cpu;
-namespace gpu = kernels::cuda;
 
 
 int64_t rows_of(const Tensor& x) {
@@ -37,17 +32,10 @@ namespace {
 // out = a (op) b where b lines up with a as `broadcast` says.
 void binary_into(BinaryOp op, const Tensor& a, const Tensor& b, Broadcast broadcast, Tensor& out) {
   const int64_t rows = rows_of(a), cols = a.dim() ? a.size(-1) : 1;
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "binary", a,
-      [&](auto zero) {
-        using T = decltype(zero);
-        cpu::binary<T>(op, a.data<T>(), b.data<T>(), out.data<T>(), rows, cols, broadcast);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        gpu::binary<T>(op, a.cuda_data<T>(), b.cuda_data<T>(), out.cuda_data<T>(), rows, cols, broadcast,
-                       a.device().index);
-      });
+  launch_floating<WithBFloat16::Yes>("binary", a, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::Binary<T>{op, a.ptr<T>(), b.ptr<T>(), out.ptr<T>(), rows, cols, broadcast};
+  });
 }
 
 }  // namespace
@@ -81,31 +69,19 @@ Tensor scaled(const Tensor& x, double alpha) {
 void scale_into(Tensor& out, const Tensor& x, double alpha) {
   check(x.shape() == out.shape() && x.dtype() == out.dtype() && x.device() == out.device(), "scale_into: ", x.shape(),
         " ", x.dtype(), " on ", x.device(), " into ", out.shape(), " ", out.dtype(), " on ", out.device());
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "scale", x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        cpu::scale<T>(x.data<T>(), compute_t<T>(alpha), out.data<T>(), x.numel());
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        gpu::scale<T>(x.cuda_data<T>(), compute_t<T>(alpha), out.cuda_data<T>(), x.numel(), x.device().index);
-      });
+  launch_floating<WithBFloat16::Yes>("scale", x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::Scale<T>{x.ptr<T>(), compute_t<T>(alpha), out.ptr<T>(), x.numel()};
+  });
 }
 
 void add_(Tensor& y, const Tensor& x, double alpha) {
   check(x.shape() == y.shape() && x.dtype() == y.dtype() && x.device() == y.device(), "add_: ", x.shape(), " ",
         x.dtype(), " on ", x.device(), " into ", y.shape(), " ", y.dtype(), " on ", y.device());
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "add_", y,
-      [&](auto zero) {
-        using T = decltype(zero);
-        cpu::axpy<T>(compute_t<T>(alpha), x.data<T>(), y.data<T>(), y.numel());
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        gpu::axpy<T>(compute_t<T>(alpha), x.cuda_data<T>(), y.cuda_data<T>(), y.numel(), y.device().index);
-      });
+  launch_floating<WithBFloat16::Yes>("add_", y, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::Axpy<T>{compute_t<T>(alpha), x.ptr<T>(), y.ptr<T>(), y.numel()};
+  });
 }
 
 Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape) {
@@ -114,50 +90,28 @@ Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape) {
   // A scalar's grad is the sum of one column holding every element.
   const int64_t rows = broadcast == Broadcast::Scalar ? grad.numel() : rows_of(grad);
   const int64_t cols = broadcast == Broadcast::Scalar ? 1 : grad.size(-1);
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "sum_to", grad,
-      [&](auto zero) {
-        using T = decltype(zero);
-        if (broadcast == Broadcast::Scalar) out.data<T>()[0] = cpu::sum_all<T>(grad.data<T>(), grad.numel());
-        else cpu::sum_rows<T>(grad.data<T>(), rows, cols, out.data<T>(), false);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        Tensor scratch = empty({gpu::sum_rows_scratch(rows, cols)}, compute_dtype(grad.dtype()), grad.device());
-        gpu::sum_rows<T>(grad.cuda_data<T>(), rows, cols, out.cuda_data<T>(), scratch.cuda_data<compute_t<T>>(),
-                         grad.device().index);
-      });
+  launch_floating<WithBFloat16::Yes>("sum_to", grad, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::SumRows<T>{grad.ptr<T>(), rows, cols, out.ptr<T>()};
+  });
   return out;
 }
 
 Tensor activation(Activation act, const Tensor& x) {
   Tensor y = empty_like(x);
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      kernels::activation_name(act), x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        cpu::activation_forward<T>(act, x.data<T>(), y.data<T>(), x.numel());
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        gpu::activation_forward<T>(act, x.cuda_data<T>(), y.cuda_data<T>(), x.numel(), x.device().index);
-      });
+  launch_floating<WithBFloat16::Yes>(kernels::activation_name(act), x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::ActivationForward<T>{act, x.ptr<T>(), y.ptr<T>(), x.numel()};
+  });
   return y;
 }
 
 Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy) {
   Tensor dx = empty_like(x);
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      kernels::activation_name(act), x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        cpu::activation_backward<T>(act, x.data<T>(), dy.data<T>(), dx.data<T>(), x.numel());
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        gpu::activation_backward<T>(act, x.cuda_data<T>(), dy.cuda_data<T>(), dx.cuda_data<T>(), x.numel(),
-                                    x.device().index);
-      });
+  launch_floating<WithBFloat16::Yes>(kernels::activation_name(act), x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::ActivationBackward<T>{act, x.ptr<T>(), dy.ptr<T>(), dx.ptr<T>(), x.numel()};
+  });
   return dx;
 }
 
@@ -170,33 +124,13 @@ Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
   const Shape shape = a.dim() == 3 ? Shape{batch, m, n} : Shape{m, n};
   check(!addend.defined() || addend.shape() == shape, "matmul: addend of shape ",
         addend.defined() ? addend.shape() : Shape{}, " for a product of shape ", shape);
-  // On the CPU the addend is copied into the output and accumulated into (beta = 1); on CUDA the
-  // GEMM reads it as its C and writes the output as its D, with no copy.
-  Tensor out = addend.defined() && a.device().is_cpu() ? addend.clone() : empty(shape, a.dtype(), a.device());
-  const int device = a.device().index;
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "matmul", a,
-      [&](auto zero) {
-        using T = decltype(zero);
-        for (int64_t i = 0; i < batch; ++i) {
-          cpu::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), a.data<T>() + i * ar * ac, ac,
-                       b.data<T>() + i * br * bc, bc, T(addend.defined() ? 1 : 0), out.data<T>() + i * m * n, n);
-        }
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        for (int64_t i = 0; i < batch; ++i) {
-          const T *ai = a.cuda_data<T>() + i * ar * ac, *bi = b.cuda_data<T>() + i * br * bc;
-          const T* c = addend.defined() ? addend.cuda_data<T>() + i * m * n : nullptr;
-          T* d = out.cuda_data<T>() + i * m * n;
-          if (gpu::gemm_with_epilogue<T>(transpose_a, transpose_b, m, n, k, ai, ac, bi, bc, c ? 1 : 0, c, d, n,
-                                         gpu::GemmEpilogue::None, nullptr, nullptr, device)) {
-            continue;
-          }
-          if (c) gpu::copy_device_to_device(d, c, size_t(m * n) * sizeof(T), device);
-          gpu::gemm<T>(transpose_a, transpose_b, m, n, k, 1, ai, ac, bi, bc, c ? 1 : 0, d, n, device);
-        }
-      });
+  Tensor out = empty(shape, a.dtype(), a.device());
+  launch_floating<WithBFloat16::Yes>("matmul", a, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::Matmul<T>{transpose_a, transpose_b, batch,      m,
+                              n,           k,           a.ptr<T>(), b.ptr<T>(),
+                              ptr_or_null<T>(addend),   out.ptr<T>()};
+  });
   return out;
 }
 

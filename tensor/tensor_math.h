@@ -5,7 +5,7 @@
 #include <optional>
 
 #include "kernels/activation_math.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/elementwise_kinds.h"
 #include "tensor/tensor.h"
 
 namespace fuselab::math {

@@ -5,8 +5,9 @@
 #include <vector>
 
 #include "kernels/activation_math.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/host_context.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/elementwise.h"
 
 namespace fuselab::kernels {
 namespace {
@@ -50,8 +51,9 @@ TEST(ActivationMath, Avx512AndBaselineLoopsAgree) {
     std::vector<std::vector<float>> y(2, std::vector<float>(x.size())), dx = y;
     for (int avx512 : {0, 1}) {
       cpu::set_avx512_enabled(avx512 == 1);
-      cpu::activation_forward<float>(act, x.data(), y[avx512].data(), int64_t(x.size()));
-      cpu::activation_backward<float>(act, x.data(), dy.data(), dx[avx512].data(), int64_t(x.size()));
+      cpu::HostContext ctx;
+      ActivationForward<float>{act, x.data(), y[avx512].data(), int64_t(x.size())}.cpu(ctx);
+      ActivationBackward<float>{act, x.data(), dy.data(), dx[avx512].data(), int64_t(x.size())}.cpu(ctx);
     }
     cpu::set_avx512_enabled(true);
     for (size_t i = 0; i < x.size(); ++i) {

@@ -1,7 +1,5 @@
-// Fused bias + activation kernels, the CPU side of the Linear+Bias+Activation fusions.
-//
-// Forward, in place on a GEMM output that is still in cache:  pre = y + b;  y = act(pre)
-// Backward, one pass over dy:  dpre = dy * act'(pre);  dbias += sum_rows dpre
+// The CPU epilogue passes of the fused Linear ops (kernels/cpu/linear_epilogue.cc), in place on a
+// GEMM output that is still in cache:  pre = y + b;  y = act(pre).
 #pragma once
 
 #include <cstdint>
@@ -18,10 +16,5 @@ void bias_activation_forward(Activation act, const T* bias, T* y, T* pre, int64_
 // y is [rows, cols]: y += b (no activation; the bias of ForwardLinearBiasAdd).
 template <class T>
 void add_bias(const T* bias, T* y, int64_t rows, int64_t cols);
-
-// dpre = dy * act'(pre); dbias (may be null) += column sums of dpre.
-template <class T>
-void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre, T* dbias, int64_t rows,
-                              int64_t cols);
 
 }  // namespace fuselab::kernels::cpu

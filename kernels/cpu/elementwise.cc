@@ -1,4 +1,5 @@
-#include "kernels/cpu/elementwise.h"
+// The CPU bodies of kernels/elementwise.h.
+#include "kernels/elementwise.h"
 
 #include <algorithm>
 
@@ -6,7 +7,8 @@
 #include "kernels/cpu/partial_sums.h"
 #include "kernels/cpu/threading.h"
 
-namespace fuselab::kernels::cpu {
+namespace fuselab::kernels {
+using namespace cpu;  // threading.h, partial_sums.h, activation_spans.h
 namespace {
 
 template <class F>
@@ -33,48 +35,6 @@ void binary_with(Op op, const T* a, const T* b, T* out, int64_t rows, int64_t co
   });
 }
 
-}  // namespace
-
-template <class T>
-void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t cols, Broadcast broadcast) {
-  switch (op) {
-    case BinaryOp::Add: return binary_with<T>([](T x, T y) { return x + y; }, a, b, out, rows, cols, broadcast);
-    case BinaryOp::Sub: return binary_with<T>([](T x, T y) { return x - y; }, a, b, out, rows, cols, broadcast);
-    case BinaryOp::Mul: return binary_with<T>([](T x, T y) { return x * y; }, a, b, out, rows, cols, broadcast);
-    case BinaryOp::Div: return binary_with<T>([](T x, T y) { return x / y; }, a, b, out, rows, cols, broadcast);
-  }
-}
-
-template <class T>
-void expand(const T* x, const StridedIndex& src, T* out, int64_t n) {
-#pragma omp parallel for if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) out[i] = x[src.offset(i)];
-}
-
-template <class T>
-void sum_broadcast(const T* grad, const StridedIndex& kept, const StridedIndex& summed, int64_t count, T* out,
-                   int64_t n) {
-#pragma omp parallel for if (n * count > kParallelGrain)
-  for (int64_t j = 0; j < n; ++j) {
-    const T* base = grad + kept.offset(j);
-    compute_t<T> sum = 0;
-    for (int64_t k = 0; k < count; ++k) sum += compute_t<T>(base[summed.offset(k)]);
-    out[j] = T(sum);
-  }
-}
-
-template <class T>
-void scale(const T* x, compute_t<T> alpha, T* out, int64_t n) {
-#pragma omp parallel for simd if (parallel : n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) out[i] = T(alpha * compute_t<T>(x[i]));
-}
-
-template <class T>
-void axpy(compute_t<T> alpha, const T* x, T* y, int64_t n) {
-#pragma omp parallel for simd if (parallel : n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) y[i] = T(compute_t<T>(y[i]) + alpha * compute_t<T>(x[i]));
-}
-
 // sum_i term(i) over [0, n): blocks of 4096 terms, each summed in double (accurate for millions
 // of float32 terms), the block sums added in a fixed order.
 template <class Term>
@@ -92,39 +52,55 @@ double block_sum(int64_t n, Term&& term) {
   return total;
 }
 
+}  // namespace
+
 template <class T>
-T sum_all(const T* x, int64_t n) {
-  return T(block_sum(n, [x](int64_t i) { return double(x[i]); }));
+void Binary<T>::cpu(KernelContext&) const {
+  switch (op) {
+    case BinaryOp::Add: return binary_with<T>([](T x, T y) { return x + y; }, a, b, out, rows, cols, broadcast);
+    case BinaryOp::Sub: return binary_with<T>([](T x, T y) { return x - y; }, a, b, out, rows, cols, broadcast);
+    case BinaryOp::Mul: return binary_with<T>([](T x, T y) { return x * y; }, a, b, out, rows, cols, broadcast);
+    case BinaryOp::Div: return binary_with<T>([](T x, T y) { return x / y; }, a, b, out, rows, cols, broadcast);
+  }
 }
 
 template <class T>
-double sum_squares(const T* x, int64_t n) {
-  return block_sum(n, [x](int64_t i) { return double(x[i]) * double(x[i]); });
+void Expand<T>::cpu(KernelContext&) const {
+#pragma omp parallel for if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) out[i] = x[src.offset(i)];
 }
 
 template <class T>
-void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, bool accumulate) {
-  using C = compute_t<T>;
-  parallel_partial_sums<C>(rows, cols, rows * cols > kParallelGrain, out, accumulate, [&](int64_t r, C* partial) {
-    const T* xr = x + r * cols;
-#pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) partial[c] += C(xr[c]);
-  });
+void SumBroadcast<T>::cpu(KernelContext&) const {
+#pragma omp parallel for if (n * count > kParallelGrain)
+  for (int64_t j = 0; j < n; ++j) {
+    const T* base = grad + kept.offset(j);
+    compute_t<T> sum = 0;
+    for (int64_t k = 0; k < count; ++k) sum += compute_t<T>(base[summed.offset(k)]);
+    out[j] = T(sum);
+  }
 }
 
 template <class T>
-void sum_cols(const T* x, int64_t rows, int64_t cols, T* out) {
-  for_each_row(rows, cols, [&](int64_t r) {
-    const T* xr = x + r * cols;
-    compute_t<T> total = 0;
-#pragma omp simd reduction(+ : total)
-    for (int64_t c = 0; c < cols; ++c) total += compute_t<T>(xr[c]);
-    out[r] = T(total);
-  });
+void Scale<T>::cpu(KernelContext&) const {
+  const T* x = this->x;  // locals: the loop vectorizes only over what it can prove unaliased
+  T* out = this->out;
+  const compute_t<T> alpha = this->alpha;
+#pragma omp parallel for simd if (parallel : n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) out[i] = T(alpha * compute_t<T>(x[i]));
 }
 
 template <class T>
-void activation_forward(Activation act, const T* x, T* y, int64_t n) {
+void Axpy<T>::cpu(KernelContext&) const {
+  const T* x = this->x;
+  T* y = this->y;
+  const compute_t<T> alpha = this->alpha;
+#pragma omp parallel for simd if (parallel : n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) y[i] = T(compute_t<T>(y[i]) + alpha * compute_t<T>(x[i]));
+}
+
+template <class T>
+void ActivationForward<T>::cpu(KernelContext&) const {
   with_activation(act, [&](auto math) {
     parallel_spans(n, [&](int64_t begin, int64_t end) {
       activation_span<T, decltype(math)>(x + begin, y + begin, end - begin);
@@ -133,7 +109,7 @@ void activation_forward(Activation act, const T* x, T* y, int64_t n) {
 }
 
 template <class T>
-void activation_backward(Activation act, const T* x, const T* dy, T* dx, int64_t n) {
+void ActivationBackward<T>::cpu(KernelContext&) const {
   with_activation(act, [&](auto math) {
     parallel_spans(n, [&](int64_t begin, int64_t end) {
       activation_grad_span<T, decltype(math)>(x + begin, dy + begin, dx + begin, end - begin);
@@ -142,7 +118,48 @@ void activation_backward(Activation act, const T* x, const T* dy, T* dx, int64_t
 }
 
 template <class T>
-void transpose(const T* x, T* out, int64_t batch, int64_t rows, int64_t cols) {
+void SumRows<T>::cpu(KernelContext&) const {
+  if (cols == 1) {
+    const T* x = this->x;
+    out[0] = T(block_sum(rows, [x](int64_t i) { return double(x[i]); }));
+    return;
+  }
+  using C = compute_t<T>;
+  parallel_partial_sums<C>(rows, cols, rows * cols > kParallelGrain, out, false, [&](int64_t r, C* partial) {
+    const T* xr = x + r * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) partial[c] += C(xr[c]);
+  });
+}
+
+template <class T>
+void SumSquares<T>::cpu(KernelContext&) const {
+  const T* x = this->x;
+  *result = block_sum(n, [x](int64_t i) { return double(x[i]) * double(x[i]); });
+}
+
+template <class T>
+void SumCols<T>::cpu(KernelContext&) const {
+  for_each_row(rows, cols, [&](int64_t r) {
+    const T* xr = x + r * cols;
+    compute_t<T> total = 0;
+#pragma omp simd reduction(+ : total)
+    for (int64_t c = 0; c < cols; ++c) total += compute_t<T>(xr[c]);
+    out[r] = T(total) * factor;
+  });
+}
+
+template <class T>
+void ExpandCols<T>::cpu(KernelContext&) const {
+  for_each_row(rows, cols, [&](int64_t r) {
+    T* outr = out + r * cols;
+    const T value = T(x[r] * factor);
+    for (int64_t c = 0; c < cols; ++c) outr[c] = value;
+  });
+}
+
+template <class T>
+void Transpose<T>::cpu(KernelContext&) const {
   for (int64_t b = 0; b < batch; ++b) {
     const T* xb = x + b * rows * cols;
     T* ob = out + b * rows * cols;
@@ -151,23 +168,6 @@ void transpose(const T* x, T* out, int64_t batch, int64_t rows, int64_t cols) {
   }
 }
 
-#define FUSELAB_INSTANTIATE(T)                                                                   \
-  template void binary<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, Broadcast);        \
-  template void expand<T>(const T*, const StridedIndex&, T*, int64_t);                           \
-  template void sum_broadcast<T>(const T*, const StridedIndex&, const StridedIndex&, int64_t, T*,  \
-                                 int64_t);                                                       \
-  template void scale<T>(const T*, compute_t<T>, T*, int64_t);                                  \
-  template void axpy<T>(compute_t<T>, const T*, T*, int64_t);                                    \
-  template T sum_all<T>(const T*, int64_t);                                                      \
-  template double sum_squares<T>(const T*, int64_t);                                             \
-  template void sum_rows<T>(const T*, int64_t, int64_t, T*, bool);                               \
-  template void sum_cols<T>(const T*, int64_t, int64_t, T*);                                     \
-  template void activation_forward<T>(Activation, const T*, T*, int64_t);                        \
-  template void activation_backward<T>(Activation, const T*, const T*, T*, int64_t);             \
-  template void transpose<T>(const T*, T*, int64_t, int64_t, int64_t);
-FUSELAB_INSTANTIATE(float)
-FUSELAB_INSTANTIATE(double)
-FUSELAB_INSTANTIATE(bfloat16)
-#undef FUSELAB_INSTANTIATE
+FUSELAB_ELEMENTWISE_KERNELS(FUSELAB_INSTANTIATE_CPU)
 
-}  // namespace fuselab::kernels::cpu
+}  // namespace fuselab::kernels

@@ -1,25 +1,33 @@
-#include "kernels/cpu/linear_epilogue.h"
+// The CPU bodies of kernels/linear_epilogue.h: the GEMM (OpenBLAS), then one parallel pass.
+// (Row panels sized to stay in L2, each GEMM'd and finished at once, were tried first: OpenBLAS
+// repacks W for every panel and parallelizes small GEMMs badly, so on 2 threads the panelled
+// fused op was slower than unfused. See bench/RESULTS.md.)
+#include "kernels/linear_epilogue.h"
 
+#include <vector>
+
+#include "kernels/cpu/activation_spans.h"
 #include "kernels/cpu/bias_activation.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/partial_sums.h"
 #include "kernels/cpu/threading.h"
 
-namespace fuselab::kernels::cpu {
+namespace fuselab::kernels {
+using namespace cpu;
 
 template <class T>
-void linear_bias_activation_forward(const T* x, const T* w, const T* b, Activation act,
-                                    T* pre, T* y, int64_t rows, int64_t in, int64_t out) {
+void LinearBiasActivationForward<T>::cpu(KernelContext&) const {
   gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out);
   if (act == Activation::None) {
     add_bias<T>(b, y, rows, out);
   } else {
     bias_activation_forward<T>(act, b, y, pre, rows, out);
   }
+  if (path) *path = EpiloguePath::OwnPass;
 }
 
 template <class T>
-void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residual, T* y, int64_t rows, int64_t in,
-                             int64_t out) {
+void LinearBiasAddForward<T>::cpu(KernelContext&) const {
   gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out);
 #pragma omp parallel for schedule(static) if (rows * out > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
@@ -33,15 +41,29 @@ void linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residu
       for (int64_t c = 0; c < out; ++c) yr[c] = T(compute_t<T>(yr[c]) + compute_t<T>(rr[c]));
     }
   }
+  if (path) *path = EpiloguePath::OwnPass;
 }
 
-#define FUSELAB_INSTANTIATE(T)                                                                              \
-  template void linear_bias_activation_forward<T>(const T*, const T*, const T*, Activation, T*, T*, int64_t,       \
-                                                  int64_t, int64_t);                                               \
-  template void linear_bias_add_forward<T>(const T*, const T*, const T*, const T*, T*, int64_t, int64_t, int64_t);
-FUSELAB_INSTANTIATE(float)
-FUSELAB_INSTANTIATE(double)
-FUSELAB_INSTANTIATE(bfloat16)
-#undef FUSELAB_INSTANTIATE
+template <class T>
+void ActivationBiasBackward<T>::cpu(KernelContext&) const {
+  with_activation(act, [&](auto math) {
+    // Rows without dbias need no partials; with it, each thread sums its rows' dpre privately.
+    using C = compute_t<T>;
+    std::vector<T> unused;
+    parallel_partial_sums<C>(rows, dbias ? cols : 0, rows * cols > kParallelGrain, dbias ? dbias : unused.data(),
+                             false, [&](int64_t r, C* partial) {
+                               const T* prer = pre + r * cols;
+                               const T* dyr = dy + r * cols;
+                               T* dprer = dpre + r * cols;
+                               activation_grad_span<T, decltype(math)>(prer, dyr, dprer, cols);
+                               if (dbias) {
+#pragma omp simd
+                                 for (int64_t c = 0; c < cols; ++c) partial[c] += C(dprer[c]);
+                               }
+                             });
+  });
+}
 
-}  // namespace fuselab::kernels::cpu
+FUSELAB_LINEAR_EPILOGUE_KERNELS(FUSELAB_INSTANTIATE_CPU)
+
+}  // namespace fuselab::kernels

@@ -1,5 +1,9 @@
 // CUDA elementwise kernels: grid-stride loops, one element per thread per step. Elements are
 // widened to compute_t<T> (float32 for bfloat16), computed, and rounded once on store.
+// The CUDA bodies of kernels/elementwise.h: one thread per element, and the column sums in
+// scratch (kernels/cuda/column_sums.cuh).
+#include "kernels/elementwise.h"
+
 #include "kernels/cuda/elementwise.h"
 
 #include "kernels/cuda/block_reduce.cuh"
@@ -97,12 +101,136 @@ __global__ void sum_cols_kernel(const T* x, int64_t cols, T factor, T* out) {
   if (threadIdx.x == 0) out[blockIdx.x] = factor * sum;
 }
 
+constexpr int kSumBlocks = 256;
+
+// partial[block] = sum of x[i]^2 over the block's grid-stride elements, in double.
+template <class T>
+__global__ void sum_squares_kernel(const T* x, int64_t n, double* partial) {
+  __shared__ double shared[32];
+  double sum = 0;
+  FUSELAB_GRID_STRIDE_LOOP(i, n) sum += double(x[i]) * double(x[i]);
+  sum = block_sum(sum, shared);
+  if (threadIdx.x == 0) partial[blockIdx.x] = sum;
+}
+
 template <class T>
 __global__ void expand_cols_kernel(const T* x, int64_t n, int64_t cols, T factor, T* out) {
   FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = factor * x[i / cols];
 }
 
 }  // namespace
+
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
+template <class T>
+void Binary<T>::cuda(KernelContext& ctx) const {
+  binary<T>(op, a, b, out, rows, cols, broadcast, ctx.device);
+}
+
+template <class T>
+void Expand<T>::cuda(KernelContext& ctx) const {
+  if (n == 0) return;
+  use_device(ctx.device);
+  expand_kernel<T><<<blocks_for(n), kThreads>>>(x, src, out, n);
+  check_launch("expand_kernel");
+}
+
+template <class T>
+void SumBroadcast<T>::cuda(KernelContext& ctx) const {
+  if (n == 0) return;
+  use_device(ctx.device);
+  sum_broadcast_kernel<T><<<blocks_for(n), kThreads>>>(grad, kept, summed, count, out, n);
+  check_launch("sum_broadcast_kernel");
+}
+
+template <class T>
+void Scale<T>::cuda(KernelContext& ctx) const {
+  scale<T>(x, alpha, out, n, ctx.device);
+}
+
+template <class T>
+void Axpy<T>::cuda(KernelContext& ctx) const {
+  if (n == 0) return;
+  use_device(ctx.device);
+  axpy_kernel<T><<<blocks_for(n), kThreads>>>(alpha, x, y, n);
+  check_launch("axpy_kernel");
+}
+
+template <class T>
+void ActivationForward<T>::cuda(KernelContext& ctx) const {
+  if (n == 0) return;
+  use_device(ctx.device);
+  with_activation(act, [&](auto math) {
+    activation_forward_kernel<T, decltype(math)><<<blocks_for(n), kThreads>>>(x, y, n);
+  });
+  check_launch("activation_forward_kernel");
+}
+
+template <class T>
+void ActivationBackward<T>::cuda(KernelContext& ctx) const {
+  activation_backward<T>(act, x, dy, dx, n, ctx.device);
+}
+
+template <class T>
+void SumRows<T>::cuda(KernelContext& ctx) const {
+  use_device(ctx.device);
+  column_sums(Elements<T>{x, cols}, rows, cols, out, ctx.scratch<compute_t<T>>(column_sums_scratch(rows, cols)));
+}
+
+// Block partials on the device, then their sum on the host in block order.
+template <class T>
+void SumSquares<T>::cuda(KernelContext& ctx) const {
+  *result = 0;
+  if (n == 0) return;
+  use_device(ctx.device);
+  double* partial = ctx.scratch<double>(kSumBlocks);
+  sum_squares_kernel<T><<<kSumBlocks, kThreads>>>(x, n, partial);
+  check_launch("sum_squares_kernel");
+  double host[kSumBlocks];
+  check_cuda(cudaMemcpy(host, partial, sizeof(host), cudaMemcpyDeviceToHost), "cudaMemcpy(sum_squares partials)");
+  for (double p : host) *result += p;
+}
+
+template <class T>
+void Transpose<T>::cuda(KernelContext& ctx) const {
+  if (batch * rows * cols == 0) return;
+  const int64_t tiles_x = (cols + kTile - 1) / kTile, tiles_y = (rows + kTile - 1) / kTile;
+  if (tiles_y > 65535 || batch > 65535 || tiles_x > 2147483647) {
+    throw std::runtime_error("transpose_kernel: " + std::to_string(batch) + " x " + std::to_string(rows) + " x " +
+                             std::to_string(cols) + " exceeds the grid's limits");
+  }
+  use_device(ctx.device);
+  transpose_kernel<T><<<dim3(unsigned(tiles_x), unsigned(tiles_y), unsigned(batch)), dim3(kTile, kTileRows)>>>(
+      x, out, rows, cols);
+  check_launch("transpose_kernel");
+}
+
+template <class T>
+void SumCols<T>::cuda(KernelContext& ctx) const {
+  if (rows == 0) return;
+  if (rows > 2147483647) throw std::runtime_error("sum_cols_kernel: " + std::to_string(rows) + " rows exceed the grid");
+  use_device(ctx.device);
+  sum_cols_kernel<T><<<unsigned(rows), kThreads>>>(x, cols, factor, out);
+  check_launch("sum_cols_kernel");
+}
+
+template <class T>
+void ExpandCols<T>::cuda(KernelContext& ctx) const {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  use_device(ctx.device);
+  expand_cols_kernel<T><<<blocks_for(n), kThreads>>>(x, n, cols, factor, out);
+  check_launch("expand_cols_kernel");
+}
+
+FUSELAB_ELEMENTWISE_KERNELS(FUSELAB_INSTANTIATE_CUDA)
+
+}  // namespace fuselab::kernels
+
+namespace fuselab::kernels::cuda {
 
 template <class T>
 void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t cols, Broadcast broadcast, int device) {
@@ -114,46 +242,11 @@ void binary(BinaryOp op, const T* a, const T* b, T* out, int64_t rows, int64_t c
 }
 
 template <class T>
-void expand(const T* x, const StridedIndex& src, T* out, int64_t n, int device) {
-  if (n == 0) return;
-  use_device(device);
-  expand_kernel<T><<<blocks_for(n), kThreads>>>(x, src, out, n);
-  check_launch("expand_kernel");
-}
-
-template <class T>
-void sum_broadcast(const T* grad, const StridedIndex& kept, const StridedIndex& summed, int64_t count, T* out,
-                   int64_t n, int device) {
-  if (n == 0) return;
-  use_device(device);
-  sum_broadcast_kernel<T><<<blocks_for(n), kThreads>>>(grad, kept, summed, count, out, n);
-  check_launch("sum_broadcast_kernel");
-}
-
-template <class T>
 void scale(const T* x, compute_t<T> alpha, T* out, int64_t n, int device) {
   if (n == 0) return;
   use_device(device);
   scale_kernel<T><<<blocks_for(n), kThreads>>>(x, alpha, out, n);
   check_launch("scale_kernel");
-}
-
-template <class T>
-void axpy(compute_t<T> alpha, const T* x, T* y, int64_t n, int device) {
-  if (n == 0) return;
-  use_device(device);
-  axpy_kernel<T><<<blocks_for(n), kThreads>>>(alpha, x, y, n);
-  check_launch("axpy_kernel");
-}
-
-template <class T>
-void activation_forward(Activation act, const T* x, T* y, int64_t n, int device) {
-  if (n == 0) return;
-  use_device(device);
-  with_activation(act, [&](auto math) {
-    activation_forward_kernel<T, decltype(math)><<<blocks_for(n), kThreads>>>(x, y, n);
-  });
-  check_launch("activation_forward_kernel");
 }
 
 template <class T>
@@ -166,48 +259,15 @@ void activation_backward(Activation act, const T* x, const T* dy, T* dx, int64_t
   check_launch("activation_backward_kernel");
 }
 
-int64_t sum_rows_scratch(int64_t rows, int64_t cols) { return column_sums_scratch(rows, cols); }
-
-template <class T>
-void sum_rows(const T* x, int64_t rows, int64_t cols, T* out, compute_t<T>* scratch, int device) {
-  use_device(device);
-  column_sums(Elements<T>{x, cols}, rows, cols, out, scratch);
-}
-
-template <class T>
-void transpose(const T* x, T* out, int64_t batch, int64_t rows, int64_t cols, int device) {
-  if (batch * rows * cols == 0) return;
-  const int64_t tiles_x = (cols + kTile - 1) / kTile, tiles_y = (rows + kTile - 1) / kTile;
-  if (tiles_y > 65535 || batch > 65535 || tiles_x > 2147483647) {
-    throw std::runtime_error("transpose_kernel: " + std::to_string(batch) + " x " + std::to_string(rows) + " x " +
-                             std::to_string(cols) + " exceeds the grid's limits");
-  }
-  use_device(device);
-  transpose_kernel<T><<<dim3(unsigned(tiles_x), unsigned(tiles_y), unsigned(batch)), dim3(kTile, kTileRows)>>>(
-      x, out, rows, cols);
-  check_launch("transpose_kernel");
-}
-
-template <class T>
-void sum_cols(const T* x, int64_t rows, int64_t cols, T factor, T* out, int device) {
-  if (rows == 0) return;
-  if (rows > 2147483647) throw std::runtime_error("sum_cols_kernel: " + std::to_string(rows) + " rows exceed the grid");
-  use_device(device);
-  sum_cols_kernel<T><<<unsigned(rows), kThreads>>>(x, cols, factor, out);
-  check_launch("sum_cols_kernel");
-}
-
-template <class T>
-void expand_cols(const T* x, int64_t rows, int64_t cols, T factor, T* out, int device) {
-  const int64_t n = rows * cols;
-  if (n == 0) return;
-  use_device(device);
-  expand_cols_kernel<T><<<blocks_for(n), kThreads>>>(x, n, cols, factor, out);
-  check_launch("expand_cols_kernel");
-}
-
-FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(float)
-FUSELAB_CUDA_ELEMENTWISE_INSTANTIATE(double)
-FUSELAB_CUDA_ELEMENTWISE_BF16_INSTANTIATE(bfloat16)
+template void binary<float>(BinaryOp, const float*, const float*, float*, int64_t, int64_t, Broadcast, int);
+template void binary<double>(BinaryOp, const double*, const double*, double*, int64_t, int64_t, Broadcast, int);
+template void binary<bfloat16>(BinaryOp, const bfloat16*, const bfloat16*, bfloat16*, int64_t, int64_t, Broadcast,
+                               int);
+template void scale<float>(const float*, float, float*, int64_t, int);
+template void scale<double>(const double*, double, double*, int64_t, int);
+template void scale<bfloat16>(const bfloat16*, float, bfloat16*, int64_t, int);
+template void activation_backward<float>(Activation, const float*, const float*, float*, int64_t, int);
+template void activation_backward<double>(Activation, const double*, const double*, double*, int64_t, int);
+template void activation_backward<bfloat16>(Activation, const bfloat16*, const bfloat16*, bfloat16*, int64_t, int);
 
 }  // namespace fuselab::kernels::cuda

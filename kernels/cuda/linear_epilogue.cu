@@ -1,4 +1,6 @@
-#include "kernels/cuda/linear_epilogue.h"
+// The CUDA bodies of kernels/linear_epilogue.h: one cuBLASLt call with the epilogue where it has
+// one, else the GEMM and one pass; the bias grad by the two-level column sums, in scratch.
+#include "kernels/linear_epilogue.h"
 
 #include <type_traits>
 
@@ -57,62 +59,67 @@ GemmEpilogue library_epilogue(Activation act, const T* pre) {
 
 }  // namespace
 
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
 template <class T>
-EpiloguePath linear_bias_activation_forward(const T* x, const T* w, const T* b, Activation act, T* pre,
-                                    T* y, int64_t rows, int64_t in, int64_t out, int device) {
+void LinearBiasActivationForward<T>::cuda(KernelContext& ctx) const {
+  const int device = ctx.device;
+  EpiloguePath ignored;
+  EpiloguePath& where = path ? *path : ignored;
   // One cuBLASLt call with the epilogue where it has one ...
   const GemmEpilogue epilogue = library_epilogue(act, pre);
   if (epilogue != GemmEpilogue::None &&
       gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, 0, nullptr, y, out, epilogue, b, pre, device)) {
-    return EpiloguePath::InGemm;
+    where = EpiloguePath::InGemm;
+    return;
   }
-  const EpiloguePath path = epilogue == GemmEpilogue::None ? EpiloguePath::OwnPass : EpiloguePath::FellBack;
+  where = epilogue == GemmEpilogue::None ? EpiloguePath::OwnPass : EpiloguePath::FellBack;
   // ... otherwise the GEMM, then one pass for the bias and the activation.
   gemm<T>(false, true, rows, out, in, 1, x, in, w, in, 0, y, out, device);
   if (act == Activation::None) {
-    binary<T>(BinaryOp::Add, y, b, y, rows, out, Broadcast::Row, device);
-    return path;
+    return binary<T>(BinaryOp::Add, y, b, y, rows, out, Broadcast::Row, device);
   }
   const int64_t n = rows * out;
-  if (n == 0) return path;
+  if (n == 0) return;
   with_activation(act, [&](auto math) {
     bias_activation_kernel<T, decltype(math)><<<blocks_for(n), kThreads>>>(b, y, pre, n, out);
   });
   check_launch("bias_activation_kernel");
-  return path;
 }
 
 template <class T>
-EpiloguePath linear_bias_add_forward(const T* x, const T* w, const T* b, const T* residual, T* y, int64_t rows,
-                                     int64_t in, int64_t out, int device) {
+void LinearBiasAddForward<T>::cuda(KernelContext& ctx) const {
+  const int device = ctx.device;
+  EpiloguePath ignored;
+  EpiloguePath& where = path ? *path : ignored;
   // y = x W^T + 1 * residual (+ b), one cuBLASLt call reading the residual as its C ...
   if (gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, 1, residual, y, out,
                             b ? GemmEpilogue::Bias : GemmEpilogue::None, b, nullptr, device)) {
-    return EpiloguePath::InGemm;
+    where = EpiloguePath::InGemm;
+    return;
   }
+  where = EpiloguePath::FellBack;
   // ... otherwise the GEMM, then one pass for the bias and the residual.
   gemm<T>(false, true, rows, out, in, 1, x, in, w, in, 0, y, out, device);
   const int64_t n = rows * out;
-  if (n == 0) return EpiloguePath::FellBack;
+  if (n == 0) return;
   bias_residual_kernel<T><<<blocks_for(n), kThreads>>>(b, residual, y, n, out);
   check_launch("bias_residual_kernel");
-  return EpiloguePath::FellBack;
 }
 
-int64_t activation_bias_backward_scratch(int64_t rows, int64_t cols) { return column_sums_scratch(rows, cols); }
-
 template <class T>
-void activation_bias_backward(Activation act, const T* pre, const T* dy, T* dpre, T* dbias, compute_t<T>* scratch,
-                              int64_t rows, int64_t cols, int device) {
-  if (dbias == nullptr) return activation_backward<T>(act, pre, dy, dpre, rows * cols, device);
-  use_device(device);
+void ActivationBiasBackward<T>::cuda(KernelContext& ctx) const {
+  if (dbias == nullptr) return activation_backward<T>(act, pre, dy, dpre, rows * cols, ctx.device);
+  use_device(ctx.device);
+  compute_t<T>* scratch = ctx.scratch<compute_t<T>>(column_sums_scratch(rows, cols));
   with_activation(act, [&](auto math) {
     column_sums(ActivationGradTerms<T, decltype(math)>{pre, dy, dpre, cols}, rows, cols, dbias, scratch);
   });
 }
 
-FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(float)
-FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(double)
-FUSELAB_CUDA_LINEAR_EPILOGUE_INSTANTIATE(bfloat16)
+FUSELAB_LINEAR_EPILOGUE_KERNELS(FUSELAB_INSTANTIATE_CUDA)
 
-}  // namespace fuselab::kernels::cuda
+}  // namespace fuselab::kernels

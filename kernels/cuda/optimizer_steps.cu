@@ -73,18 +73,6 @@ struct SGDElement {
   }
 };
 
-constexpr int kSumBlocks = 256;
-
-// partial[block] = sum of x[i]^2 over the block's grid-stride elements, in double.
-template <class T>
-__global__ void sum_squares_kernel(const T* x, int64_t n, double* partial) {
-  __shared__ double shared[32];
-  double sum = 0;
-  FUSELAB_GRID_STRIDE_LOOP(i, n) sum += double(x[i]) * double(x[i]);
-  sum = block_sum(sum, shared);
-  if (threadIdx.x == 0) partial[blockIdx.x] = sum;
-}
-
 }  // namespace
 
 template <class T>
@@ -97,27 +85,7 @@ void sgd_step(const std::vector<ParamBuffers<T>>& params, const SGDHyper& h, int
   for_each_chunk(params, SGDElement<T>{SGDUpdate<T>(h)}, device);
 }
 
-// Block partials on the device, then their sum on the host in block order.
-template <class T>
-double sum_squares(const T* x, int64_t n, int device) {
-  if (n == 0) return 0;
-  use_device(device);
-  double* partial = nullptr;
-  check_cuda(cudaMalloc(&partial, kSumBlocks * sizeof(double)), "cudaMalloc(sum_squares partials)");
-  sum_squares_kernel<T><<<kSumBlocks, kThreads>>>(x, n, partial);
-  double host[kSumBlocks];
-  const cudaError_t launch = cudaGetLastError();
-  const cudaError_t copy = cudaMemcpy(host, partial, sizeof(host), cudaMemcpyDeviceToHost);
-  cudaFree(partial);
-  check_cuda(launch, "sum_squares_kernel");
-  check_cuda(copy, "cudaMemcpy(sum_squares partials)");
-  double sum = 0;
-  for (double p : host) sum += p;
-  return sum;
-}
-
 FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(float)
 FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(double)
-FUSELAB_CUDA_SUM_SQUARES_BF16_INSTANTIATE
 
 }  // namespace fuselab::kernels::cuda

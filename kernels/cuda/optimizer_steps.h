@@ -29,16 +29,9 @@ void adamw_step(const std::vector<ParamBuffers<T>>& params, const AdamWHyper& h,
 template <class T>
 void sgd_step(const std::vector<ParamBuffers<T>>& params, const SGDHyper& h, int device);
 
-// sum_i x[i]^2 in double, in a fixed order (deterministic); waits for the result.
-template <class T>
-double sum_squares(const T* x, int64_t n, int device);
-
 // The explicit instantiations, for the .cu file and for stubs.cc (T = float, double).
-#define FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(T) \
-  template void adamw_step<T>(const std::vector<ParamBuffers<T>>&, const AdamWHyper&, int);                 \
-  template void sgd_step<T>(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int);                     \
-  template double sum_squares<T>(const T*, int64_t, int);
-// bfloat16 grads (of bfloat16 parameters, whose updates run on float32 masters) only need the clip's sum.
-#define FUSELAB_CUDA_SUM_SQUARES_BF16_INSTANTIATE template double sum_squares<bfloat16>(const bfloat16*, int64_t, int);
+#define FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(T)                                          \
+  template void adamw_step<T>(const std::vector<ParamBuffers<T>>&, const AdamWHyper&, int); \
+  template void sgd_step<T>(const std::vector<ParamBuffers<T>>&, const SGDHyper&, int);
 
 }  // namespace fuselab::kernels::cuda

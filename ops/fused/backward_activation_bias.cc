@@ -1,13 +1,12 @@
 #include "ops/fused/backward_activation_bias.h"
 
-#include "kernels/cpu/bias_activation.h"
-#include "kernels/cuda/linear_epilogue.h"
+#include "kernels/linear_epilogue.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/bias.h"
 #include "ops/basic/linear.h"
 #include "ops/fusion_pattern.h"
-#include "tensor/dispatch.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
@@ -22,23 +21,12 @@ FusedBackward BackwardActivationBias::fuser_backward(const std::vector<OpContext
   const bool need_db = ctxs[0]->params_require_grad.at(0);
   Tensor dpre = empty_like(pre);
   const int64_t rows = math::rows_of(pre), cols = pre.size(-1);
-  Tensor db = need_db ? zeros({cols}, pre.dtype(), pre.device()) : Tensor();
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "BackwardActivationBias", pre,
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cpu::activation_bias_backward<T>(act.activation(), pre.data<T>(), dy.data<T>(), dpre.data<T>(),
-                                                  need_db ? db.data<T>() : nullptr, rows, cols);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        Tensor scratch =
-            empty({kernels::cuda::activation_bias_backward_scratch(rows, cols)}, compute_dtype(pre.dtype()),
-                  pre.device());
-        kernels::cuda::activation_bias_backward<T>(act.activation(), pre.cuda_data<T>(), dy.cuda_data<T>(),
-                                                   dpre.cuda_data<T>(), need_db ? db.cuda_data<T>() : nullptr,
-                                                   scratch.cuda_data<compute_t<T>>(), rows, cols, pre.device().index);
-      });
+  Tensor db = need_db ? empty({cols}, pre.dtype(), pre.device()) : Tensor();
+  launch_floating<WithBFloat16::Yes>("BackwardActivationBias", pre, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::ActivationBiasBackward<T>{act.activation(), pre.ptr<T>(), dy.ptr<T>(), dpre.ptr<T>(),
+                                              ptr_or_null<T>(db), rows,        cols};
+  });
   return {dpre, TensorLists(2), {{db}, {}}};
 }
 

@@ -1,14 +1,13 @@
 #include "ops/fused/forward_linear_bias_activation.h"
 
-#include "kernels/cpu/linear_epilogue.h"
-#include "kernels/cuda/linear_epilogue.h"
+#include "kernels/linear_epilogue.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/bias.h"
 #include "ops/basic/linear.h"
 #include "ops/fused/bias_fits_linear.h"
 #include "ops/fusion_pattern.h"
-#include "tensor/dispatch.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
@@ -30,25 +29,18 @@ FusedForward ForwardLinearBiasActivation::fuser_forward(const std::vector<OpCont
   const bool keep_pre = act != Activation::None && act != Activation::ReLU && ctxs[2]->requires_backward();
   Tensor pre = keep_pre ? empty(out_shape, x.dtype(), x.device()) : Tensor();
   const int64_t rows = math::rows_of(x), in = linear.in_features(), out = linear.out_features();
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "ForwardLinearBiasActivation", x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        kernels::cpu::linear_bias_activation_forward<T>(x.data<T>(), linear.weight().data<T>(),
-                                                        bias.bias().data<T>(), act,
-                                                        pre.defined() ? pre.data<T>() : nullptr, y.data<T>(), rows,
-                                                        in, out);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        const auto path = kernels::cuda::linear_bias_activation_forward<T>(
-            x.cuda_data<T>(), linear.weight().cuda_data<T>(), bias.bias().cuda_data<T>(), act,
-            pre.defined() ? pre.cuda_data<T>() : nullptr, y.cuda_data<T>(), rows, in, out, x.device().index);
-        if (path == kernels::cuda::EpiloguePath::FellBack) {
-          note_fallback("cuBLASLt has no algorithm for the bias-activation epilogue on " + x.device().str() +
-                        " (" + dtype_name(x.dtype()) + "): the GEMM, then a separate bias-activation pass");
-        }
-      });
+  kernels::EpiloguePath path = kernels::EpiloguePath::OwnPass;
+  launch_floating<WithBFloat16::Yes>("ForwardLinearBiasActivation", x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::LinearBiasActivationForward<T>{x.ptr<T>(), linear.weight().ptr<T>(), bias.bias().ptr<T>(),
+                                                   act,        ptr_or_null<T>(pre),      y.ptr<T>(),
+                                                   rows,       in,                       out,
+                                                   &path};
+  });
+  if (path == kernels::EpiloguePath::FellBack) {
+    note_fallback("cuBLASLt has no algorithm for the bias-activation epilogue on " + x.device().str() + " (" +
+                  dtype_name(x.dtype()) + "): the GEMM, then a separate bias-activation pass");
+  }
   Linear::save_for_backward(*ctxs[0], x, linear.weight());
   if (act != Activation::None) ActivationOp::save_for_backward(*ctxs[2], act == Activation::ReLU ? y : pre);
   return {y, TensorLists(basic_ops().size())};

@@ -1,14 +1,13 @@
 #include "ops/fused/forward_linear_bias_add.h"
 
-#include "kernels/cpu/linear_epilogue.h"
-#include "kernels/cuda/linear_epilogue.h"
+#include "kernels/linear_epilogue.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/bias.h"
 #include "ops/basic/linear.h"
 #include "ops/fused/bias_fits_linear.h"
 #include "ops/fusion_pattern.h"
-#include "tensor/dispatch.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
@@ -30,25 +29,17 @@ FusedForward ForwardLinearBiasAdd::fuser_forward(const std::vector<OpContext*>& 
 
   Tensor y = empty(out_shape, x.dtype(), x.device());
   const int64_t rows = math::rows_of(x), in = linear.in_features(), out = linear.out_features();
-  dispatch_floating_on_device<WithBFloat16::Yes>(
-      "ForwardLinearBiasAdd", x,
-      [&](auto zero) {
-        using T = decltype(zero);
-        const T* b = has_bias ? op<Bias>(1).bias().data<T>() : nullptr;
-        kernels::cpu::linear_bias_add_forward<T>(x.data<T>(), linear.weight().data<T>(), b, residual.data<T>(),
-                                                 y.data<T>(), rows, in, out);
-      },
-      [&](auto zero) {
-        using T = decltype(zero);
-        const T* b = has_bias ? op<Bias>(1).bias().cuda_data<T>() : nullptr;
-        const auto path = kernels::cuda::linear_bias_add_forward<T>(x.cuda_data<T>(), linear.weight().cuda_data<T>(),
-                                                                    b, residual.cuda_data<T>(), y.cuda_data<T>(), rows,
-                                                                    in, out, x.device().index);
-        if (path == kernels::cuda::EpiloguePath::FellBack) {
-          note_fallback("cuBLASLt has no algorithm for the bias-residual epilogue on " + x.device().str() + " (" +
-                        dtype_name(x.dtype()) + "): the GEMM, then a separate bias-residual pass");
-        }
-      });
+  kernels::EpiloguePath path = kernels::EpiloguePath::OwnPass;
+  launch_floating<WithBFloat16::Yes>("ForwardLinearBiasAdd", x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::LinearBiasAddForward<T>{x.ptr<T>(), linear.weight().ptr<T>(),
+                                            has_bias ? op<Bias>(1).bias().ptr<T>() : nullptr,
+                                            residual.ptr<T>(), y.ptr<T>(), rows, in, out, &path};
+  });
+  if (path == kernels::EpiloguePath::FellBack) {
+    note_fallback("cuBLASLt has no algorithm for the bias-residual epilogue on " + x.device().str() + " (" +
+                  dtype_name(x.dtype()) + "): the GEMM, then a separate bias-residual pass");
+  }
   Linear::save_for_backward(*ctxs[0], x, linear.weight());
   return {y, TensorLists(basic_ops().size())};
 }

@@ -1,0 +1,30 @@
+// Batched matrix products over contiguous row-major operands, with transposes as flags:
+//
+//   out_i = op(a_i) op(b_i) (+ addend_i)   for i < batch,  op(a_i) [m, k], op(b_i) [k, n], out_i [m, n]
+//
+// The GEMM libraries do the work: OpenBLAS on the CPU (kernels/cpu/gemm.h; bfloat16 widened to
+// float32), cuBLASLt on CUDA (kernels/cuda/gemm.h), which reads the addend as its C and writes
+// out as its D, with no copy. addend may be null. Kernels: kernels/cpu/matmul.cc and
+// kernels/cuda/matmul.cu.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernel.h"
+
+namespace fuselab::kernels {
+
+template <class T>
+struct Matmul {
+  bool transpose_a, transpose_b;
+  int64_t batch, m, n, k;
+  const T* a;
+  const T* b;
+  const T* addend;
+  T* out;
+  FUSELAB_KERNEL_ENTRY_POINTS;
+};
+
+#define FUSELAB_MATMUL_KERNELS(X) X(Matmul, FUSELAB_FLOAT_DOUBLE_BFLOAT16)
+
+}  // namespace fuselab::kernels
