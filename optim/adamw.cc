@@ -1,7 +1,5 @@
 #include "optim/adamw.h"
 
-#include "kernels/cpu/optimizer_steps.h"
-#include "kernels/cuda/optimizer_steps.h"
 
 namespace fuselab {
 
@@ -16,10 +14,7 @@ AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : Optimizer(std::
 void AdamW::update(const std::vector<size_t>& stepped, const std::vector<Tensor>& grads) {
   const AdamWOptions& o = options_;
   const kernels::AdamWHyper hyper{lr_, o.beta1, o.beta2, o.eps, o.weight_decay, steps_ + 1};
-  for_each_stepped(
-      "AdamW", stepped, grads, 2,
-      [&](const auto& p) { kernels::cpu::adamw_step(p.param, p.grad, p.first, p.second, p.n, hyper); },
-      [&](const auto& all, int device) { kernels::cuda::adamw_step(all, hyper, device); });
+  step_all<kernels::AdamWStep>("AdamW", stepped, grads, 2, hyper);
 }
 
 }  // namespace fuselab

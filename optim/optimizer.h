@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/optimizer_steps.h"  // ParamBuffers
-#include "tensor/dispatch.h"
+#include "kernels/optimizer_steps.h"
+#include "tensor/launch.h"
 #include "tensor/safetensors.h"  // NamedTensors
 #include "tensor/tensor.h"
 
@@ -58,19 +58,14 @@ class Optimizer {
   // What update() changes: the parameter, or its float32 master when it is bfloat16.
   Tensor& weights(size_t k) { return masters_[k].defined() ? masters_[k] : params_[k]; }
 
-  // For update(): on the CPU calls cpu_step(p) for each stepped parameter, on CUDA cuda_step(all,
-  // device) once (one multi-tensor launch). p holds the weights, the grad, the first `buffers`
-  // buffers (null beyond) and the size.
-  template <class CpuStep, class CudaStep>
-  void for_each_stepped(const char* name, const std::vector<size_t>& stepped, const std::vector<Tensor>& grads,
-                        int buffers, CpuStep&& cpu_step, CudaStep&& cuda_step) {
-    const Tensor& first = weights(stepped[0]);
-    dispatch_floating_on_device(
-        name, first,
-        [&](auto zero) {
-          for (const auto& p : pointers<decltype(zero)>(stepped, grads, buffers, false)) cpu_step(p);
-        },
-        [&](auto zero) { cuda_step(pointers<decltype(zero)>(stepped, grads, buffers, true), first.device().index); });
+  // For update(): one Step kernel (kernels/optimizer_steps.h) over every stepped parameter. Each
+  // entry holds the weights, the grad, the first `buffers` buffers (null beyond) and the size.
+  template <template <class> class Step, class Hyper>
+  void step_all(const char* name, const std::vector<size_t>& stepped, const std::vector<Tensor>& grads, int buffers,
+                const Hyper& hyper) {
+    launch_floating(name, weights(stepped[0]), [&](auto zero) {
+      return Step<decltype(zero)>{pointers<decltype(zero)>(stepped, grads, buffers), hyper};
+    });
   }
 
   std::vector<Tensor> params_;
@@ -87,10 +82,10 @@ class Optimizer {
   Tensor saved(const Tensor& t, size_t k) const;
 
   template <class T>
-  std::vector<kernels::cuda::ParamBuffers<T>> pointers(const std::vector<size_t>& stepped,
-                                                       const std::vector<Tensor>& grads, int buffers, bool cuda) {
-    auto ptr = [cuda](const Tensor& t) { return cuda ? t.cuda_data<T>() : t.data<T>(); };
-    std::vector<kernels::cuda::ParamBuffers<T>> all;
+  std::vector<kernels::ParamBuffers<T>> pointers(const std::vector<size_t>& stepped, const std::vector<Tensor>& grads,
+                                                 int buffers) {
+    auto ptr = [](const Tensor& t) { return t.ptr<T>(); };
+    std::vector<kernels::ParamBuffers<T>> all;
     for (size_t i = 0; i < stepped.size(); ++i) {
       const size_t k = stepped[i];
       all.push_back({ptr(weights(k)), ptr(grads[i]), buffers > 0 ? ptr(buffer(0, k)) : nullptr,

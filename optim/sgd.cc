@@ -1,7 +1,5 @@
 #include "optim/sgd.h"
 
-#include "kernels/cpu/optimizer_steps.h"
-#include "kernels/cuda/optimizer_steps.h"
 
 namespace fuselab {
 
@@ -15,10 +13,7 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(p
 void SGD::update(const std::vector<size_t>& stepped, const std::vector<Tensor>& grads) {
   const SGDOptions& o = options_;
   const kernels::SGDHyper hyper{lr_, o.momentum, o.weight_decay, o.nesterov};
-  for_each_stepped(
-      "SGD", stepped, grads, o.momentum > 0 ? 1 : 0,
-      [&](const auto& p) { kernels::cpu::sgd_step(p.param, p.grad, p.first, p.n, hyper); },
-      [&](const auto& all, int device) { kernels::cuda::sgd_step(all, hyper, device); });
+  step_all<kernels::SGDStep>("SGD", stepped, grads, o.momentum > 0 ? 1 : 0, hyper);
 }
 
 }  // namespace fuselab

@@ -1,18 +1,15 @@
 // Calls a generic lambda with a value of the C++ type behind a runtime dtype:
 //   dispatch_floating(t.dtype(), "gelu", [&](auto zero) { using T = decltype(zero); ... });
-// and, for kernels that exist on both backends, picks the one for the tensor's device:
-//   dispatch_floating_on_device("gelu", x, cpu_lambda, cuda_lambda);
+// Ops reach kernels through tensor/launch.h, which adds the device.
 //
 // bfloat16 is opt-in: an op whose kernels take it (computing in compute_t<T>, float32) dispatches
 // with WithBFloat16::Yes; every other op throws naming itself when handed a bfloat16 tensor.
 #pragma once
 
 #include <cstdint>
-#include <exception>
 
 #include "tensor/dtype.h"
 #include "tensor/error.h"
-#include "tensor/tensor.h"
 
 namespace fuselab {
 
@@ -37,23 +34,6 @@ template <class F>
 void dispatch_all(DType dtype, const char* op, F&& f) {
   if (dtype == DType::Int64) return f(int64_t{});
   dispatch_floating<WithBFloat16::Yes>(dtype, op, f);
-}
-
-// Calls `cpu_kernel(zero)` or `cuda_kernel(zero)` for x's device, zero of x's C++ type. A CUDA
-// failure (std::runtime_error from kernels/cuda) becomes a fuselab::Error naming the op, the shape
-// and the device.
-template <WithBFloat16 bf16 = WithBFloat16::No, class CpuKernel, class CudaKernel>
-void dispatch_floating_on_device(const char* op, const Tensor& x, CpuKernel&& cpu_kernel, CudaKernel&& cuda_kernel) {
-  dispatch_floating<bf16>(x.dtype(), op, [&](auto zero) {
-    if (x.device().is_cpu()) return cpu_kernel(zero);
-    try {
-      cuda_kernel(zero);
-    } catch (const Error&) {
-      throw;
-    } catch (const std::exception& e) {
-      fail(op, " on a ", x.dtype(), " tensor of shape ", x.shape(), " on ", x.device(), ": ", e.what());
-    }
-  });
 }
 
 }  // namespace fuselab

@@ -1,4 +1,5 @@
-#include "kernels/cuda/optimizer_steps.h"
+// The CUDA bodies of kernels/optimizer_steps.h: a multi-tensor apply.
+#include "kernels/optimizer_steps.h"
 
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -75,17 +76,21 @@ struct SGDElement {
 
 }  // namespace
 
-template <class T>
-void adamw_step(const std::vector<ParamBuffers<T>>& params, const AdamWHyper& h, int device) {
-  for_each_chunk(params, AdamWElement<T>{AdamWUpdate<T>(h)}, device);
-}
-
-template <class T>
-void sgd_step(const std::vector<ParamBuffers<T>>& params, const SGDHyper& h, int device) {
-  for_each_chunk(params, SGDElement<T>{SGDUpdate<T>(h)}, device);
-}
-
-FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(float)
-FUSELAB_CUDA_OPTIMIZER_STEPS_INSTANTIATE(double)
-
 }  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
+template <class T>
+void AdamWStep<T>::cuda(KernelContext& ctx) const {
+  for_each_chunk(params, AdamWElement<T>{AdamWUpdate<T>(hyper)}, ctx.device);
+}
+
+template <class T>
+void SGDStep<T>::cuda(KernelContext& ctx) const {
+  for_each_chunk(params, SGDElement<T>{SGDUpdate<T>(hyper)}, ctx.device);
+}
+
+FUSELAB_OPTIMIZER_STEP_KERNELS(FUSELAB_INSTANTIATE_CUDA)
+
+}  // namespace fuselab::kernels
