@@ -18,7 +18,8 @@
 //
 //   mpirun -np 2 --oversubscribe --allow-run-as-root bazel-bin/examples/charlm --data-parallel
 //
-// The whole model is one Sequential of fusible ops:
+// The whole model is one Sequential of fusible ops (built by examples/models.h, which //tools:bench
+// times too):
 //   Embedding, Reshape, Linear, Bias, GELU,
 //   blocks x [MakeExtraOutput, RMSNorm, Linear, Bias, GELU, Linear, Bias, AddExtraInput],
 //   RMSNorm, Linear, Bias  ->  logits, then cross_entropy.
@@ -36,17 +37,11 @@
 #include "distributed/data_parallel.h"
 #include "distributed/mpi_communicator.h"
 #include "examples/flags.h"
+#include "examples/models.h"
 #include "examples/output_file.h"
 #include "fuser/sequential.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/cuda/device_api.h"
-#include "ops/basic/activation.h"
-#include "ops/basic/add_extra_input.h"
-#include "ops/basic/embedding.h"
-#include "ops/basic/linear.h"
-#include "ops/basic/make_extra_output.h"
-#include "ops/basic/reshape.h"
-#include "ops/basic/rmsnorm.h"
 #include "optim/adamw.h"
 #include "optim/anomaly.h"
 #include "optim/checkpoint.h"
@@ -58,11 +53,12 @@ using namespace fuselab;
 
 namespace {
 
-constexpr int64_t kVocab = 27;  // '.' then a-z
+constexpr int64_t kVocab = examples::CharLMConfig{}.vocab;  // '.' then a-z
 char to_char(int64_t id) { return id == 0 ? '.' : char('a' + id - 1); }
 
 struct Config {
-  int64_t steps, stop_after, batch, context, embed, hidden, blocks, checkpoint_every;
+  examples::CharLMConfig model;  // context, embed, hidden and blocks
+  int64_t steps, stop_after, batch, checkpoint_every;
   double lr;
   uint64_t seed;
   bool fusion, resume, data_parallel, detect_anomaly;
@@ -114,26 +110,6 @@ Examples make_examples(const std::vector<std::string>& words, int64_t context) {
   }
   const int64_t n = int64_t(targets.size());
   return {from_vector<int64_t>(contexts, {n, context}), from_vector<int64_t>(targets, {n})};
-}
-
-Sequential build_model(const Config& c, Generator& gen) {
-  Sequential model;
-  model.append(std::make_shared<Embedding>(kVocab, c.embed, &gen));
-  model.append(std::make_shared<Reshape>(Shape{-1, c.context * c.embed}));
-  model.append(linear_with_bias(c.context * c.embed, c.hidden, &gen)).append(std::make_shared<GELU>());
-  for (int64_t b = 0; b < c.blocks; ++b) {
-    const std::string channel = "residual" + std::to_string(b);
-    auto branch = std::make_shared<MakeExtraOutput>();
-    branch->set_extra_output_channel(0, channel, /*to_caller=*/false);
-    auto add = std::make_shared<AddExtraInput>();
-    add->set_extra_input_channel(0, channel);
-    model.append(branch).append(std::make_shared<RMSNorm>(c.hidden));
-    model.append(linear_with_bias(c.hidden, 2 * c.hidden, &gen)).append(std::make_shared<GELU>());
-    model.append(linear_with_bias(2 * c.hidden, c.hidden, &gen)).append(add);
-  }
-  model.append(std::make_shared<RMSNorm>(c.hidden)).append(linear_with_bias(c.hidden, kVocab, &gen));
-  model.set_fusion_enabled(c.fusion);
-  return model;
 }
 
 double evaluate(Sequential& model, const Examples& data, Device device) {
@@ -205,19 +181,20 @@ int run(const Config& c, Communicator& comm) {
   const bool leader = comm.rank() == 0;  // prints, logs and writes checkpoints
   const std::vector<std::string> words = read_words(c.data, c.seed);
   const size_t val_words = std::max<size_t>(1, words.size() / 10);
-  const Examples val = make_examples({words.begin(), words.begin() + val_words}, c.context);
-  const Examples train = make_examples({words.begin() + val_words, words.end()}, c.context);
+  const Examples val = make_examples({words.begin(), words.begin() + val_words}, c.model.context);
+  const Examples train = make_examples({words.begin() + val_words, words.end()}, c.model.context);
 
   Generator gen(c.seed);
-  Sequential model = build_model(c, gen);
+  Sequential model = examples::charlm_model(c.model, gen);
+  model.set_fusion_enabled(c.fusion);
   model.to(device);
   AdamW optimizer(model.parameters(), {c.lr, 0.9, 0.99, 1e-8, 0.01});
   DataParallel parallel(model.parameters(), comm);  // one rank: plain backward
   BatchLoader loader(train.targets.size(0), c.batch, c.seed + 1);  // the same batches on every rank
   if (leader) {
     std::printf("charlm: %zu words (%lld train / %lld val examples), context %lld, %lld blocks of width %lld, fusion %s\n",
-              words.size(), (long long)train.targets.size(0), (long long)val.targets.size(0), (long long)c.context,
-              (long long)c.blocks, (long long)c.hidden, c.fusion ? "on" : "off");
+              words.size(), (long long)train.targets.size(0), (long long)val.targets.size(0), (long long)c.model.context,
+              (long long)c.model.blocks, (long long)c.model.hidden, c.fusion ? "on" : "off");
     if (c.data_parallel) {
       std::printf("data parallel: %d rank(s), %lld examples each per step\n", comm.size(),
                   (long long)(c.batch / comm.size()));
@@ -283,7 +260,7 @@ int run(const Config& c, Communicator& comm) {
   std::printf("validation loss %.4f (unigram baseline %.4f) after %lld steps\nsampled words:", val_loss, baseline,
               (long long)c.steps);
   Generator sampler(c.seed + 2);
-  for (int i = 0; i < 10; ++i) std::printf(" %s", sample_word(model, c.context, sampler, device).c_str());
+  for (int i = 0; i < 10; ++i) std::printf(" %s", sample_word(model, c.model.context, sampler, device).c_str());
   std::printf("\n");
   json.write("{\"val_loss\": ", val_loss, ", \"unigram_loss\": ", baseline, ", \"steps\": ", c.steps,
              ", \"tokens_per_s\": ", tokens_per_s, ", \"steps_per_s\": ", double(c.steps - start) / seconds,
@@ -297,7 +274,7 @@ int main(int argc, char** argv) {
   try {
     examples::Flags flags("charlm", "Trains a character-level language model on a word list, one word a line.");
     Config c{};
-    c.steps = 10000, c.batch = 256, c.context = 8, c.embed = 24, c.hidden = 256, c.blocks = 2;
+    c.steps = 10000, c.batch = 256;
     c.checkpoint_every = 500, c.lr = 3e-3, c.data = "/usr/share/dict/words", c.device = "cpu";
     int64_t seed = 0;
     bool no_fusion = false;
@@ -307,10 +284,10 @@ int main(int argc, char** argv) {
     flags.add("stop-after", c.stop_after, "stop after this many steps, as an interrupted run would", {1, 1'000'000'000});
     flags.show("stop-after", "= --steps", "[1, --steps]");  // checked once --steps is known
     flags.add("batch", c.batch, "examples (a context and its next character) per step, over all ranks", {1, 1 << 16});
-    flags.add("context", c.context, "characters the model sees before the one it predicts", {1, 32});
-    flags.add("embed", c.embed, "embedding width of a character", {1, 1024});
-    flags.add("hidden", c.hidden, "width of the MLP", {1, 8192});
-    flags.add("blocks", c.blocks, "residual blocks", {0, 32});
+    flags.add("context", c.model.context, "characters the model sees before the one it predicts", {1, 32});
+    flags.add("embed", c.model.embed, "embedding width of a character", {1, 1024});
+    flags.add("hidden", c.model.hidden, "width of the MLP", {1, 8192});
+    flags.add("blocks", c.model.blocks, "residual blocks", {0, 32});
     flags.add("lr", c.lr, "peak AdamW learning rate (cosine schedule with warm-up)", {1e-9, 10});
     flags.add("seed", seed, "seed of the data order, the initialization and the sampling", {0, INT64_MAX});
     flags.add("no-fusion", no_fusion, "run the model unfused");

@@ -1,6 +1,7 @@
 // An MLP classifier on a CSV data set: numeric feature columns and an integer label column.
 // The rows are split 80/20 into train and test by a seeded shuffle; features are standardized
-// with the training set's mean and deviation.
+// with the training set's mean and deviation. The model (examples/models.h) is Linear, Bias, GELU,
+// Linear, Bias, GELU, Linear, Bias.
 //
 //   bazel run -c opt //examples:classify -- [--data=FILE.csv] [--label-column=-1] [--steps=N]
 //       [--hidden=H] [--seed=S] [--no-fusion]
@@ -14,9 +15,8 @@
 #include "data/batch_loader.h"
 #include "data/csv.h"
 #include "examples/flags.h"
+#include "examples/models.h"
 #include "fuser/sequential.h"
-#include "ops/basic/activation.h"
-#include "ops/basic/linear.h"
 #include "optim/adamw.h"
 #include "optim/anomaly.h"
 #include "tensor/factories.h"
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   try {
     examples::Flags flags("classify", "Trains an MLP classifier on a CSV file of numeric features and an integer label.");
     std::string path = "examples/data/blobs.csv";
-    int64_t label_column = -1, steps = 600, hidden = 64, seed = 0;
+    int64_t label_column = -1, steps = 600, hidden = examples::ClassifyConfig{}.hidden, seed = 0;
     bool no_fusion = false;
     flags.add("data", path, "the CSV file, with a header line");
     flags.add("label-column", label_column, "the label's column; negative counts from the end", {-(1 << 20), 1 << 20});
@@ -89,10 +89,7 @@ int main(int argc, char** argv) {
     const Tensor test_x = standardize(take_rows(data.features, test_idx), train_x_raw);
     const Tensor train_y = take_rows(data.labels, train_idx), test_y = take_rows(data.labels, test_idx);
 
-    Sequential model;
-    model.append(linear_with_bias(features, hidden, &gen)).append(std::make_shared<GELU>());
-    model.append(linear_with_bias(hidden, hidden, &gen)).append(std::make_shared<GELU>());
-    model.append(linear_with_bias(hidden, classes, &gen));
+    Sequential model = examples::classify_model({features, hidden, classes}, gen);
     model.set_fusion_enabled(fusion);
     AdamW optimizer(model.parameters(), {3e-3, 0.9, 0.999, 1e-8, 1e-4});
     BatchLoader loader(train_rows, 64, seed + 1);

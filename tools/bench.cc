@@ -1,12 +1,12 @@
 // The fused-vs-unfused benchmark tool: builds the same Sequential twice, fused and unfused, and
 // times them interleaved (A B A B ...) after a warm-up, forward alone and forward + backward
-// (from out.sum()). Reports median, min and max, the speedup and the allocator's peak memory.
+// (from the model's loss). Reports median, min and max, the speedup and the allocator's peak memory.
 //
 //   bazel run -c opt //tools:bench -- --model mlp_block --tokens 4096 --hidden 1024 --iters 50
 //       [--device cpu] [--dtype float32|float64|bfloat16] [--sweep] [--json FILE] [--plot FILE.svg]
-//   bazel run -c opt //tools:bench -- --model mlp_block --per-fusion [--json FILE] [--plot FILE.svg]
+//   bazel run -c opt //tools:bench -- --model charlm --per-fusion [--blocks 2] [--json FILE] [--plot FILE.svg]
 //
-// --help lists every flag with its default and its range.
+// --help lists every flag with its default and its range, and the model names.
 //
 // For mlp_block it also times the block's six GEMMs alone (forward: two; backward: two input
 // grads and two weight grads), interleaved with the rest: the floor a fused block can approach.
@@ -21,11 +21,20 @@
 // off, interleaved: forward+backward time and the bytes held between forward and backward (the
 // saved activations and the output). Kernel launches are a CUDA figure (GPU performance targets).
 //
-// Models:
-//   mlp_block   RMSNorm(x + Linear2(GELU(Linear1(x) + b1)) + b2), Linear1 [4H, H], Linear2 [H, 4H],
-//               called with x as its extra input
-//   norm_block  h = x + r, out = RMSNorm(h), h returned as an extra output
-//   rmsnorm     RMSNorm alone, for bandwidth (see above)
+// Models (tools/bench_models.h; --tokens is the batch's rows, --hidden the model's width):
+//   mlp_block      RMSNorm(x + Linear2(GELU(Linear1(x) + b1)) + b2), Linear1 [4H, H], Linear2 [H, 4H],
+//                  called with x as its extra input; loss out.sum()
+//   norm_block     h = x + r, out = RMSNorm(h), h returned as an extra output; loss out.sum()
+//   rmsnorm        RMSNorm alone, for bandwidth (see above)
+//   charlm         examples/charlm.cc's language model on random character ids, cross entropy
+//                  against random next ids; --context, --embed, --blocks
+//   classify       examples/classify.cc's MLP on random features, cross entropy against random
+//                  labels; --features, --classes
+//   custom_fusion  examples/custom_fusion.cc's Linear, Square, ConstantScale with its user fusions
+//                  registered; loss out.sum()
+//   train_minimal  examples/train_minimal.cc's MLP on x in [-1, 1], mse against random targets
+// The examples' models take the example's defaults (charlm's hidden 256, classify's 64, ...);
+// their inputs require no grad, as in training, so the first layer computes no input grad.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -33,6 +42,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,36 +52,18 @@
 #include "fuser/fusion_check.h"
 #include "fuser/sequential.h"
 #include "kernels/cuda/device_api.h"
-#include "ops/basic/activation.h"
-#include "ops/basic/add_extra_input.h"
-#include "ops/basic/linear.h"
-#include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
 #include "ops/op_context.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
+#include "tools/bench_models.h"
 
 using namespace fuselab;
+using bench::BenchModel;
+using bench::ModelSizes;
 
 namespace {
-
-using Ops = std::vector<std::shared_ptr<BasicOp>>;
-
-Ops build(const std::string& model, int64_t h) {
-  if (model == "mlp_block") {
-    Ops ops = linear_with_bias(h, 4 * h);
-    ops.push_back(std::make_shared<GELU>());
-    for (auto& op : linear_with_bias(4 * h, h)) ops.push_back(op);
-    ops.push_back(std::make_shared<AddExtraInput>());
-    ops.push_back(std::make_shared<RMSNorm>(h, 1e-6));
-    return ops;
-  }
-  if (model == "norm_block") {
-    return {std::make_shared<AddExtraInput>(), std::make_shared<MakeExtraOutput>(), std::make_shared<RMSNorm>(h, 1e-6)};
-  }
-  fail("bench: unknown --model ", model, " (mlp_block, norm_block or rmsnorm)");
-}
 
 struct Stats {
   double median, min, max;
@@ -85,6 +77,7 @@ Stats stats(std::vector<double> ms) {
 struct Result {
   std::string model, device, dtype;
   int64_t tokens, hidden;
+  std::map<std::string, int64_t> sizes;  // the model's own size flags
   Stats fused_fwd, unfused_fwd, fused_fwd_bwd, unfused_fwd_bwd;
   size_t fused_peak, unfused_peak;
   std::optional<Stats> gemms;  // mlp_block's six GEMMs alone
@@ -120,25 +113,30 @@ struct MlpBlockGemms {
   }
 };
 
-// One configuration of a model, fused or not, with its inputs.
+// One configuration of a model, fused or not, with a random batch of its inputs.
 struct Runner {
+  std::string model;
   Sequential seq;
-  Tensor x, extra;
+  examples::Batch batch;
   size_t peak = 0;
+  size_t held = 0;  // bytes in use between forward and backward, above the start
+  bool grads_checked = false;
 
   Device device;
 
-  Runner(const std::string& model, int64_t tokens, int64_t h, DType dtype, Device device, bool fused,
+  Runner(const BenchModel& spec, const ModelSizes& sizes, DType dtype, Device device, bool fused,
          const std::string& only_fusion = "")
-      : seq(build(model, h)), device(device) {
+      : model(spec.name), seq(build(spec, sizes)), device(device) {
     seq.to(dtype).to(device).set_fusion_enabled(fused);
     if (!only_fusion.empty()) seq.enable_only_fusions({only_fusion});
     Generator gen(1);
-    x = randn({tokens, h}, dtype, &gen).to(device).set_requires_grad(true);
-    extra = model == "mlp_block" ? x : randn({tokens, h}, dtype, &gen).to(device).set_requires_grad(true);
+    batch = spec.batch(sizes, dtype, device, gen);
   }
 
-  size_t held = 0;  // bytes in use between forward and backward, above the start
+  static Sequential build(const BenchModel& spec, const ModelSizes& sizes) {
+    Generator gen(0);
+    return spec.build(sizes, gen);
+  }
 
   // Milliseconds for one forward (and backward) call.
   double time(bool with_backward) {
@@ -149,27 +147,39 @@ struct Runner {
     {
       std::optional<NoGradGuard> no_grad;
       if (!with_backward) no_grad.emplace();
-      SequentialOutput out = seq(x, {extra});
+      SequentialOutput out = seq(batch.input, batch.extra_inputs);
       if (with_backward) held = std::max(held, memory.stats().bytes_in_use - before);
-      if (with_backward) {
-        Tensor loss = sum(out.output);
-        backward(loss);
-      }
+      if (with_backward) backward(batch.loss(out));
       if (device.is_cuda()) kernels::cuda::synchronize(device.index);  // kernels run asynchronously
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     peak = std::max(peak, memory.stats().peak_bytes_in_use - before);
-    x.zero_grad();
-    extra.zero_grad();
+    if (with_backward && !grads_checked) check_every_parameter_has_a_grad();
+    for (Tensor* t : inputs()) t->zero_grad();
     seq.zero_grad();
     return ms;
   }
+
+  // A timed backward that skipped part of the model would flatter it: the loss must reach every
+  // parameter (checked once, outside the timing).
+  void check_every_parameter_has_a_grad() {
+    for (const auto& [name, param] : seq.named_parameters()) {
+      check(param.grad().defined(), "bench: --model ", model, ": the loss's backward gives ", name, " no grad");
+    }
+    grads_checked = true;
+  }
+
+  std::vector<Tensor*> inputs() {
+    std::vector<Tensor*> all{&batch.input};
+    for (Tensor& t : batch.extra_inputs) all.push_back(&t);
+    return all;
+  }
 };
 
-Result measure(const std::string& model, int64_t tokens, int64_t h, DType dtype, Device device, int iters) {
-  Runner fused(model, tokens, h, dtype, device, true), unfused(model, tokens, h, dtype, device, false);
+Result measure(const BenchModel& model, const ModelSizes& sizes, DType dtype, Device device, int iters) {
+  Runner fused(model, sizes, dtype, device, true), unfused(model, sizes, dtype, device, false);
   std::optional<MlpBlockGemms> gemms;
-  if (model == "mlp_block") gemms.emplace(tokens, h, dtype, device);
+  if (model.name == "mlp_block") gemms.emplace(sizes.tokens, sizes.hidden, dtype, device);
   for (int i = 0; i < 3; ++i) fused.time(true), unfused.time(true), gemms && gemms->time();  // warm-up
   std::vector<double> ff, uf, fb, ub, g;
   for (int i = 0; i < iters; ++i) {  // interleaved, so drift on a shared machine hits all alike
@@ -179,8 +189,8 @@ Result measure(const std::string& model, int64_t tokens, int64_t h, DType dtype,
     ub.push_back(unfused.time(true));
     if (gemms) g.push_back(gemms->time());
   }
-  Result r{model, device.str(), dtype_name(dtype), tokens, h, stats(ff), stats(uf), stats(fb), stats(ub), fused.peak,
-           unfused.peak, std::nullopt};
+  Result r{model.name, device.str(), dtype_name(dtype), sizes.tokens, sizes.hidden, sizes.extra, stats(ff), stats(uf),
+           stats(fb), stats(ub), fused.peak, unfused.peak, std::nullopt};
   if (gemms) r.gemms = stats(g);
   return r;
 }
@@ -248,59 +258,107 @@ void write_bandwidth_json(const std::string& path, const Bandwidth& r, const std
   check_written(out, path);
 }
 
+// " (context 8, embed 24, blocks 2)": a model's own sizes, for a report's heading; "" for none.
+std::string sizes_text(const std::map<std::string, int64_t>& sizes) {
+  std::string text;
+  for (const auto& [name, value] : sizes) text += (text.empty() ? " (" : ", ") + name + " " + std::to_string(value);
+  return text.empty() ? text : text + ")";
+}
+
+// {"context": 8, "embed": 24}: the same, as a JSON object.
+std::string sizes_json(const std::map<std::string, int64_t>& sizes) {
+  std::string json;
+  for (const auto& [name, value] : sizes) json += (json.empty() ? "" : ", ") + ("\"" + name + "\": ") + std::to_string(value);
+  return "{" + json + "}";
+}
+
+// A JSON string: op descriptions are names, parentheses and commas, but quote them properly anyway.
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 struct FusionReport {
   std::string fusion;
+  std::vector<std::string> entries;  // the fused ops it made alone, e.g. "ForwardLinearBiasAdd(linear1, bias1, addextrainput0)"
   Stats fused_fwd_bwd, unfused_fwd_bwd;
   size_t fused_held, unfused_held;
 };
 
-// Each registered fusion that fires on the model, alone, against fusion off.
-std::vector<FusionReport> measure_per_fusion(const std::string& model, int64_t tokens, int64_t h, DType dtype,
-                                             Device device, int iters) {
+struct PerFusion {
+  std::string all_fusions;  // describe() with every fusion on
   std::vector<FusionReport> reports;
-  for (const std::string& name : registered_fusion_names()) {
-    Runner only(model, tokens, h, dtype, device, true, name), off(model, tokens, h, dtype, device, false);
-    bool fires = false;
-    for (const auto* list : {&only.seq.fused_lists()->forward.ops, &only.seq.fused_lists()->backward.ops}) {
-      for (const auto& op : *list) fires |= op->is_fused();
+};
+
+// The fused ops of a Sequential's two lists, each once (a joint op is in both).
+std::vector<std::string> fused_entries(Sequential& seq) {
+  const auto lists = seq.fused_lists();
+  std::vector<const FusibleOp*> seen;
+  std::vector<std::string> entries;
+  for (const auto* list : {&lists->forward.ops, &lists->backward.ops}) {
+    for (const auto& op : *list) {
+      if (!op->is_fused() || std::find(seen.begin(), seen.end(), op.get()) != seen.end()) continue;
+      seen.push_back(op.get());
+      entries.push_back(op->describe());
     }
-    if (!fires) continue;
+  }
+  return entries;
+}
+
+// Each registered fusion that fires on the model, alone, against fusion off.
+PerFusion measure_per_fusion(const BenchModel& model, const ModelSizes& sizes, DType dtype, Device device, int iters) {
+  PerFusion result;
+  Runner all(model, sizes, dtype, device, true);
+  result.all_fusions = all.seq.describe();
+  for (const std::string& name : registered_fusion_names()) {
+    Runner only(model, sizes, dtype, device, true, name), off(model, sizes, dtype, device, false);
+    std::vector<std::string> entries = fused_entries(only.seq);
+    if (entries.empty()) continue;
     for (int i = 0; i < 3; ++i) only.time(true), off.time(true);
     std::vector<double> a, b;
     for (int i = 0; i < iters; ++i) {
       a.push_back(only.time(true));
       b.push_back(off.time(true));
     }
-    reports.push_back({name, stats(a), stats(b), only.held, off.held});
+    result.reports.push_back({name, std::move(entries), stats(a), stats(b), only.held, off.held});
   }
-  return reports;
+  return result;
 }
 
-void print_fusion_reports(const std::string& model, int64_t tokens, int64_t h, const std::vector<FusionReport>& reports) {
-  std::printf("%s %lldx%lld, each fusion alone against fusion off (forward + backward):\n", model.c_str(),
-              (long long)tokens, (long long)h);
-  std::printf("%-30s %12s %12s %8s %14s %14s\n", "fusion", "alone ms", "off ms", "speedup", "held MB alone",
-              "held MB off");
-  for (const FusionReport& r : reports) {
-    std::printf("%-30s %12.3f %12.3f %7.2fx %14.2f %14.2f\n", r.fusion.c_str(), r.fused_fwd_bwd.median,
-                r.unfused_fwd_bwd.median, r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median, double(r.fused_held) / 1e6,
-                double(r.unfused_held) / 1e6);
+void print_fusion_reports(const std::string& model, const ModelSizes& sizes, const PerFusion& result) {
+  std::printf("%s %lldx%lld%s with every fusion on:\n%s\n", model.c_str(), (long long)sizes.tokens,
+              (long long)sizes.hidden, sizes_text(sizes.extra).c_str(), result.all_fusions.c_str());
+  std::printf("each fusion alone against fusion off (forward + backward):\n");
+  std::printf("%-30s %8s %12s %12s %8s %14s %14s\n", "fusion", "fused at", "alone ms", "off ms", "speedup",
+              "held MB alone", "held MB off");
+  for (const FusionReport& r : result.reports) {
+    std::printf("%-30s %8zu %12.3f %12.3f %7.2fx %14.2f %14.2f\n", r.fusion.c_str(), r.entries.size(),
+                r.fused_fwd_bwd.median, r.unfused_fwd_bwd.median, r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median,
+                double(r.fused_held) / 1e6, double(r.unfused_held) / 1e6);
   }
 }
 
-void write_fusion_json(const std::string& path, const std::string& model, int64_t tokens, int64_t h,
-                       const std::vector<FusionReport>& reports) {
+void write_fusion_json(const std::string& path, const std::string& model, const ModelSizes& sizes,
+                       const std::string& device, const std::string& dtype, const PerFusion& result) {
   std::ofstream out(path);
   check(out.good(), "bench: cannot write ", path);
   out << "[\n";
-  for (size_t i = 0; i < reports.size(); ++i) {
-    const FusionReport& r = reports[i];
-    out << "  {\"fusion\": \"" << r.fusion << "\", \"model\": \"" << model << "\", \"tokens\": " << tokens
-        << ", \"hidden\": " << h << ", \"fused_fwd_bwd_ms\": " << r.fused_fwd_bwd.median
+  for (size_t i = 0; i < result.reports.size(); ++i) {
+    const FusionReport& r = result.reports[i];
+    std::string entries;
+    for (const std::string& e : r.entries) entries += (entries.empty() ? "" : ", ") + json_string(e);
+    out << "  {\"fusion\": \"" << r.fusion << "\", \"model\": \"" << model << "\", \"device\": \"" << device
+        << "\", \"dtype\": \"" << dtype << "\", \"tokens\": " << sizes.tokens << ", \"hidden\": " << sizes.hidden
+        << ", \"sizes\": " << sizes_json(sizes.extra) << ", \"fused_entries\": [" << entries << "]"
+        << ", \"fused_fwd_bwd_ms\": " << r.fused_fwd_bwd.median
         << ", \"unfused_fwd_bwd_ms\": " << r.unfused_fwd_bwd.median
         << ", \"speedup_fwd_bwd\": " << r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median
         << ", \"fused_saved_bytes\": " << r.fused_held << ", \"unfused_saved_bytes\": " << r.unfused_held
-        << ", \"kernel_launches\": null}" << (i + 1 < reports.size() ? ",\n" : "\n");
+        << ", \"kernel_launches\": null}" << (i + 1 < result.reports.size() ? ",\n" : "\n");
   }
   out << "]\n";
   check_written(out, path);
@@ -312,7 +370,7 @@ double gemm_tflops(const Result& r, const Stats& time) {
 }
 
 void print_table(const std::vector<Result>& results) {
-  std::printf("%-10s %6s %6s | %-24s %-24s | %-26s %-26s | %7s | %-26s %12s | %9s %9s\n", "model", "tokens",
+  std::printf("%-13s %6s %6s | %-24s %-24s | %-26s %-26s | %7s | %-26s %12s | %9s %9s\n", "model", "tokens",
               "hidden", "fused fwd ms (min-max)", "unfused fwd ms", "fused fwd+bwd ms", "unfused fwd+bwd ms", "speedup",
               "six GEMMs alone ms", "fused/GEMMs", "fused MB", "unfused MB");
   for (const Result& r : results) {
@@ -324,7 +382,7 @@ void print_table(const std::vector<Result>& results) {
     const std::string gemms = r.gemms ? cell(*r.gemms) : "-";
     char ratio[16] = "-";
     if (r.gemms) std::snprintf(ratio, sizeof(ratio), "%.2fx", r.fused_fwd_bwd.median / r.gemms->median);
-    std::printf("%-10s %6lld %6lld | %-24s %-24s | %-26s %-26s | %6.2fx | %-26s %12s | %9.1f %9.1f\n",
+    std::printf("%-13s %6lld %6lld | %-24s %-24s | %-26s %-26s | %6.2fx | %-26s %12s | %9.1f %9.1f\n",
                 r.model.c_str(), (long long)r.tokens, (long long)r.hidden, cell(r.fused_fwd).c_str(),
                 cell(r.unfused_fwd).c_str(), cell(r.fused_fwd_bwd).c_str(), cell(r.unfused_fwd_bwd).c_str(),
                 r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median, gemms.c_str(), ratio, double(r.fused_peak) / 1e6,
@@ -346,7 +404,8 @@ void write_json(const std::string& path, const std::vector<Result>& results) {
   for (size_t i = 0; i < results.size(); ++i) {
     const Result& r = results[i];
     out << "  {\"model\": \"" << r.model << "\", \"device\": \"" << r.device << "\", \"dtype\": \"" << r.dtype
-        << "\", \"tokens\": " << r.tokens << ", \"hidden\": " << r.hidden << ", \"fused_fwd_ms\": " << r.fused_fwd.median
+        << "\", \"tokens\": " << r.tokens << ", \"hidden\": " << r.hidden << ", \"sizes\": " << sizes_json(r.sizes)
+        << ", \"fused_fwd_ms\": " << r.fused_fwd.median
         << ", \"unfused_fwd_ms\": " << r.unfused_fwd.median << ", \"fused_fwd_bwd_ms\": " << r.fused_fwd_bwd.median
         << ", \"unfused_fwd_bwd_ms\": " << r.unfused_fwd_bwd.median
         << ", \"speedup_fwd_bwd\": " << r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median
@@ -403,6 +462,111 @@ void write_svg(const std::string& path, const std::vector<Bar>& bars) {
   check_written(out, path);
 }
 
+// --model's names: the table's models, and rmsnorm (the bandwidth timing).
+std::string model_names() {
+  std::string names;
+  for (const BenchModel& m : bench::bench_models()) names += m.name + ", ";
+  return names + "rmsnorm";
+}
+
+// Declares every model's own size flags (--blocks, ...), each bound to its entry of `values`.
+void add_size_flags(examples::Flags& flags, std::map<std::string, int64_t>& values) {
+  for (const BenchModel& m : bench::bench_models()) {
+    for (const bench::SizeFlag& f : m.size_flags) {
+      values[f.name] = f.default_value;  // a std::map's entries stay put, so the binding holds
+      flags.add(f.name, values[f.name], f.help, f.range);
+    }
+  }
+}
+
+// The model whose size --name is.
+std::string owner_of_size(const std::string& name) {
+  for (const BenchModel& m : bench::bench_models()) {
+    for (const bench::SizeFlag& f : m.size_flags) {
+      if (f.name == name) return m.name;
+    }
+  }
+  return "?";
+}
+
+// The sizes a run of `model` (null: rmsnorm) reads. A size flag of another model is an error
+// rather than a flag silently ignored.
+ModelSizes model_sizes(const examples::Flags& flags, const BenchModel* model, int64_t tokens, int64_t hidden,
+                       const std::map<std::string, int64_t>& values) {
+  const std::string name = model ? model->name : "rmsnorm";
+  ModelSizes sizes{tokens, flags.given("hidden") || !model ? hidden : model->default_hidden, {}};
+  if (model) {
+    for (const bench::SizeFlag& f : model->size_flags) sizes.extra[f.name] = values.at(f.name);
+  }
+  for (const auto& [flag, value] : values) {
+    check(!flags.given(flag) || sizes.extra.count(flag), "bench: --", flag, " is a size of --model ",
+          owner_of_size(flag), ", not of --model ", name);
+  }
+  return sizes;
+}
+
+DType parse_dtype(const std::string& text) {
+  check(text == "float32" || text == "float64" || text == "bfloat16", "bench: --dtype float32, float64 or bfloat16, got ",
+        text);
+  return text == "float32" ? DType::Float32 : text == "float64" ? DType::Float64 : DType::BFloat16;
+}
+
+Device parse_device(const std::string& text) {
+  check(text == "cpu" || text == "cuda", "bench: --device cpu or cuda, got ", text);
+  check(text == "cpu" || kernels::cuda::device_count() > 0, "bench: --device cuda, but this machine has no CUDA device");
+  return text == "cpu" ? Device::cpu() : Device::cuda(0);
+}
+
+// What the command line asked for, once read and checked.
+struct Run {
+  const BenchModel* model;  // null for rmsnorm
+  ModelSizes sizes;
+  DType dtype;
+  Device device;
+  int iters;
+  bool sweep;
+  std::string json, plot;
+};
+
+void run_per_fusion(const Run& run) {
+  const PerFusion result = measure_per_fusion(*run.model, run.sizes, run.dtype, run.device, run.iters);
+  print_fusion_reports(run.model->name, run.sizes, result);
+  if (!run.json.empty()) {
+    write_fusion_json(run.json, run.model->name, run.sizes, run.device.str(), dtype_name(run.dtype), result);
+  }
+  std::vector<Bar> bars;
+  for (const FusionReport& r : result.reports) {
+    bars.push_back({r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median, r.fusion.substr(0, 12), r.fusion.substr(12, 16)});
+  }
+  if (!run.plot.empty()) write_svg(run.plot, bars);
+}
+
+void run_bandwidth(const Run& run) {
+  check(run.dtype == DType::Float32 && !run.sweep && run.plot.empty(), "bench: --model rmsnorm is float32, one shape, no plot");
+  const Bandwidth r = measure_bandwidth(run.sizes.tokens, run.sizes.hidden, run.device, run.iters);
+  print_bandwidth(r);
+  if (!run.json.empty()) write_bandwidth_json(run.json, r, run.device.str());
+}
+
+void run_fused_against_unfused(const Run& run) {
+  std::vector<std::pair<int64_t, int64_t>> shapes{{run.sizes.tokens, run.sizes.hidden}};
+  if (run.sweep) shapes = {{256, 256}, {1024, 256}, {4096, 256}, {1024, 512}, {4096, 1024}};
+  std::vector<Result> results;
+  for (const auto& [t, h] : shapes) {
+    ModelSizes sizes = run.sizes;
+    sizes.tokens = t, sizes.hidden = h;
+    results.push_back(measure(*run.model, sizes, run.dtype, run.device, run.iters));
+  }
+  print_table(results);
+  if (!run.json.empty()) write_json(run.json, results);
+  std::vector<Bar> bars;
+  for (const Result& r : results) {
+    bars.push_back({r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median,
+                    std::to_string(r.tokens) + "x" + std::to_string(r.hidden), r.model});
+  }
+  if (!run.plot.empty()) write_svg(run.plot, bars);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -410,10 +574,13 @@ int main(int argc, char** argv) {
     examples::Flags flags("bench", "Times a model fused against unfused, interleaved, and reports the speedup.");
     std::string model = "mlp_block", device_text = "cpu", dtype_text = "float32", json, plot;
     int64_t tokens = 4096, hidden = 256, iters_flag = 20;
+    std::map<std::string, int64_t> size_values;
     bool sweep = false, per_fusion = false;
-    flags.add("model", model, "mlp_block, norm_block or rmsnorm");
-    flags.add("tokens", tokens, "rows of the input", {1, 1 << 20});
-    flags.add("hidden", hidden, "width of the input", {1, 1 << 16});
+    flags.add("model", model, "one of " + model_names());
+    flags.add("tokens", tokens, "rows of the batch (charlm: contexts, each predicting one character)", {1, 1 << 20});
+    flags.add("hidden", hidden, "width of the model (mlp_block's H, charlm's MLP, custom_fusion's Linear)", {1, 1 << 16});
+    flags.show("hidden", "the model's own", "[1, 65536]");  // 256 for the bench's blocks, the example's for its model
+    add_size_flags(flags, size_values);
     flags.add("iters", iters_flag, "timed iterations of each variant", {1, 1'000'000});
     flags.add("device", device_text, "cpu or cuda");
     flags.add("dtype", dtype_text, "float32, float64 or bfloat16");
@@ -422,46 +589,23 @@ int main(int argc, char** argv) {
     flags.add("json", json, "file for the report, as JSON");
     flags.add("plot", plot, "file for a bar chart of the speedups, as SVG");
     if (!flags.parse(argc, argv)) return 0;
-    const int iters = int(iters_flag);
-    check(device_text == "cpu" || device_text == "cuda", "bench: --device cpu or cuda, got ", device_text);
-    check(device_text == "cpu" || kernels::cuda::device_count() > 0, "bench: --device cuda, but this machine has no CUDA device");
-    const Device device = device_text == "cpu" ? Device::cpu() : Device::cuda(0);
-    check(dtype_text == "float32" || dtype_text == "float64" || dtype_text == "bfloat16",
-          "bench: --dtype float32, float64 or bfloat16, got ", dtype_text);
-    const DType dtype = dtype_text == "float32"   ? DType::Float32
-                        : dtype_text == "float64" ? DType::Float64
-                                                  : DType::BFloat16;
 
+    const BenchModel* spec = bench::find_bench_model(model);
+    check(spec || model == "rmsnorm", "bench: unknown --model ", model, "; known: ", model_names());
+    const Run run{spec, model_sizes(flags, spec, tokens, hidden, size_values), parse_dtype(dtype_text),
+                  parse_device(device_text), int(iters_flag), sweep, json, plot};
+    if (!spec) {
+      check(!per_fusion, "bench: --model rmsnorm times the op alone; --per-fusion times a Sequential model");
+      run_bandwidth(run);
+      return 0;
+    }
+    if (spec->register_fusions) spec->register_fusions();
     if (per_fusion) {
-      const auto reports = measure_per_fusion(model, tokens, hidden, dtype, device, iters);
-      print_fusion_reports(model, tokens, hidden, reports);
-      if (!json.empty()) write_fusion_json(json, model, tokens, hidden, reports);
-      std::vector<Bar> bars;
-      for (const FusionReport& r : reports) {
-        bars.push_back({r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median, r.fusion.substr(0, 12), r.fusion.substr(12, 16)});
-      }
-      if (!plot.empty()) write_svg(plot, bars);
-      return 0;
+      check(!sweep, "bench: --per-fusion times one shape; leave out --sweep");
+      run_per_fusion(run);
+    } else {
+      run_fused_against_unfused(run);
     }
-    if (model == "rmsnorm") {
-      check(dtype == DType::Float32 && !sweep && plot.empty(), "bench: --model rmsnorm is float32, one shape, no plot");
-      const Bandwidth r = measure_bandwidth(tokens, hidden, device, iters);
-      print_bandwidth(r);
-      if (!json.empty()) write_bandwidth_json(json, r, device.str());
-      return 0;
-    }
-    std::vector<std::pair<int64_t, int64_t>> shapes{{tokens, hidden}};
-    if (sweep) shapes = {{256, 256}, {1024, 256}, {4096, 256}, {1024, 512}, {4096, 1024}};
-    std::vector<Result> results;
-    for (const auto& [t, h] : shapes) results.push_back(measure(model, t, h, dtype, device, iters));
-    print_table(results);
-    if (!json.empty()) write_json(json, results);
-    std::vector<Bar> bars;
-    for (const Result& r : results) {
-      bars.push_back({r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median,
-                      std::to_string(r.tokens) + "x" + std::to_string(r.hidden), r.model});
-    }
-    if (!plot.empty()) write_svg(plot, bars);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

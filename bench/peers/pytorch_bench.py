@@ -1,6 +1,7 @@
-"""PyTorch peer of //tools:bench: the same models and shapes, timed the same way (warm-up,
-then medians over --iters), written with the same JSON fields. Eager PyTorch fills the unfused_*
-fields; torch.compile (PyTorch 2.0 and later) fills the fused_* fields, which are null without it.
+"""PyTorch peer of //tools:bench for the bench's own blocks (mlp_block, norm_block): the same
+shapes, timed the same way (warm-up, then medians over --iters), written with the same JSON
+fields. Eager PyTorch fills the unfused_* fields; torch.compile (PyTorch 2.0 and later) fills the
+fused_* fields, which are null without it.
 
     python3 bench/peers/pytorch_bench.py --model mlp_block --tokens 4096 --hidden 256 --threads 1 --json out.json
 
@@ -116,6 +117,7 @@ def main():
         fused_fwd, fused_fwd_bwd = measure(torch.compile(eager))
     result = {
         "model": args.model, "device": args.device, "dtype": args.dtype, "tokens": args.tokens, "hidden": args.hidden,
+        "sizes": {},  # the bench's blocks have no size flags of their own
         "fused_fwd_ms": fused_fwd, "unfused_fwd_ms": unfused_fwd,
         "fused_fwd_bwd_ms": fused_fwd_bwd, "unfused_fwd_bwd_ms": unfused_fwd_bwd,
         "speedup_fwd_bwd": unfused_fwd_bwd / fused_fwd_bwd if fused_fwd_bwd else None,

@@ -1,0 +1,70 @@
+// The models the examples train, one builder per model with a config whose defaults are the
+// example's, so that an example and //tools:bench build the same Sequential. Beside each builder,
+// a batch maker: random inputs of the kinds the model takes, and the loss its example trains
+// with, against random targets, for timing the model without its data set.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "fuser/sequential.h"
+#include "tensor/random.h"
+#include "tensor/tensor.h"
+
+namespace fuselab::examples {
+
+// Random inputs for one call of a model, and its example's loss of that call's output (a
+// bfloat16 output is cast to float32 for it, as the losses take float32 or float64).
+struct Batch {
+  Tensor input;
+  std::vector<Tensor> extra_inputs;                     // none of the example models takes any
+  std::function<Tensor(const SequentialOutput&)> loss;  // against the batch's random targets
+};
+
+// charlm (examples/charlm.cc): the embeddings of the previous `context` characters, concatenated,
+// through an MLP with residual blocks, giving the logits of the next character:
+//   Embedding, Reshape, Linear, Bias, GELU,
+//   blocks x [MakeExtraOutput, RMSNorm, Linear, Bias, GELU, Linear, Bias, AddExtraInput],
+//   RMSNorm, Linear, Bias
+// Each block's residual goes from its MakeExtraOutput to its AddExtraInput through a channel, so
+// the model takes no extra inputs.
+struct CharLMConfig {
+  int64_t vocab = 27;  // '.' then a-z
+  int64_t context = 8, embed = 24, hidden = 256, blocks = 2;
+};
+Sequential charlm_model(const CharLMConfig& config, Generator& gen);
+// Character ids [rows, context] (int64, of any dtype asked); cross entropy against random next ids.
+Batch charlm_batch(const CharLMConfig& config, int64_t rows, DType dtype, Device device, Generator& gen);
+
+// classify (examples/classify.cc): an MLP classifier of two hidden layers,
+//   Linear, Bias, GELU, Linear, Bias, GELU, Linear, Bias  ->  logits
+// The defaults are the shape of examples/data/blobs.csv: 4 features, 3 classes.
+struct ClassifyConfig {
+  int64_t features = 4, hidden = 64, classes = 3;
+};
+Sequential classify_model(const ClassifyConfig& config, Generator& gen);
+// Standard normal features [rows, features], as the example's standardized columns; cross
+// entropy against random labels.
+Batch classify_batch(const ClassifyConfig& config, int64_t rows, DType dtype, Device device, Generator& gen);
+
+// train_minimal (examples/train_minimal.cc): an MLP from x to y,
+//   Linear(1, hidden), Bias, GELU, Linear(hidden, hidden), Bias, GELU, Linear(hidden, 1), Bias
+struct TrainMinimalConfig {
+  int64_t hidden = 64;
+};
+Sequential train_minimal_model(const TrainMinimalConfig& config, Generator& gen);
+// x uniform in [-1, 1], [rows, 1]; the mean squared error against random targets in [-1, 1].
+Batch train_minimal_batch(const TrainMinimalConfig& config, int64_t rows, DType dtype, Device device, Generator& gen);
+
+// custom_fusion (examples/custom_fusion.cc): Linear(width, width) without bias, Square,
+// ConstantScale(scale). Only the user fusions of square_fusions.h fuse it.
+struct CustomFusionConfig {
+  int64_t width = 8;
+  double scale = 0.5;
+};
+Sequential custom_fusion_model(const CustomFusionConfig& config, Generator& gen);
+// x standard normal [rows, width], requiring its grad as the example's does; the sum of the
+// outputs, as the example's backward starts from.
+Batch custom_fusion_batch(const CustomFusionConfig& config, int64_t rows, DType dtype, Device device, Generator& gen);
+
+}  // namespace fuselab::examples

@@ -1,0 +1,130 @@
+// The bench's table of models (see bench_models.h).
+#include "tools/bench_models.h"
+
+#include "autograd/functional.h"
+#include "examples/square_fusions.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/add_extra_input.h"
+#include "ops/basic/linear.h"
+#include "ops/basic/make_extra_output.h"
+#include "ops/basic/rmsnorm.h"
+#include "tensor/factories.h"
+
+namespace fuselab::bench {
+namespace {
+
+using examples::Batch;
+
+// The bench's own blocks take x (and r) requiring grad, and time backward from out.sum().
+Tensor sum_of_output(const SequentialOutput& out) { return sum(out.output); }
+
+Tensor input_requiring_grad(const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+  Tensor x = randn({s.tokens, s.hidden}, dtype, &gen).to(device);
+  x.set_requires_grad(true);
+  return x;
+}
+
+// RMSNorm(x + Linear2(GELU(Linear1(x) + b1)) + b2), Linear1 [4H, H], Linear2 [H, 4H], called with
+// x as its extra input.
+BenchModel mlp_block() {
+  BenchModel m{"mlp_block", 256, {}, nullptr, nullptr, nullptr};
+  m.build = [](const ModelSizes& s, Generator& gen) {
+    Sequential seq(linear_with_bias(s.hidden, 4 * s.hidden, &gen));
+    seq.append(std::make_shared<GELU>()).append(linear_with_bias(4 * s.hidden, s.hidden, &gen));
+    seq.append(std::make_shared<AddExtraInput>()).append(std::make_shared<RMSNorm>(s.hidden, 1e-6));
+    return seq;
+  };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    const Tensor x = input_requiring_grad(s, dtype, device, gen);
+    return Batch{x, {x}, sum_of_output};
+  };
+  return m;
+}
+
+// h = x + r, out = RMSNorm(h), h returned as an extra output.
+BenchModel norm_block() {
+  BenchModel m{"norm_block", 256, {}, nullptr, nullptr, nullptr};
+  m.build = [](const ModelSizes& s, Generator&) {
+    return Sequential({std::make_shared<AddExtraInput>(), std::make_shared<MakeExtraOutput>(),
+                       std::make_shared<RMSNorm>(s.hidden, 1e-6)});
+  };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    const Tensor x = input_requiring_grad(s, dtype, device, gen);
+    return Batch{x, {input_requiring_grad(s, dtype, device, gen)}, sum_of_output};
+  };
+  return m;
+}
+
+examples::CharLMConfig charlm_config(const ModelSizes& s) {
+  examples::CharLMConfig c;
+  c.context = s.extra.at("context"), c.embed = s.extra.at("embed"), c.hidden = s.hidden, c.blocks = s.extra.at("blocks");
+  return c;
+}
+
+// The ranges are charlm's own flags'.
+BenchModel charlm() {
+  const examples::CharLMConfig d;
+  BenchModel m{"charlm", d.hidden,
+               {{"context", "charlm: characters of context", d.context, {1, 32}},
+                {"embed", "charlm: embedding width of a character", d.embed, {1, 1024}},
+                {"blocks", "charlm: residual blocks", d.blocks, {0, 32}}},
+               nullptr, nullptr, nullptr};
+  m.build = [](const ModelSizes& s, Generator& gen) { return examples::charlm_model(charlm_config(s), gen); };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    return examples::charlm_batch(charlm_config(s), s.tokens, dtype, device, gen);
+  };
+  return m;
+}
+
+examples::ClassifyConfig classify_config(const ModelSizes& s) {
+  return {s.extra.at("features"), s.hidden, s.extra.at("classes")};
+}
+
+BenchModel classify() {
+  const examples::ClassifyConfig d;
+  BenchModel m{"classify", d.hidden,
+               {{"features", "classify: feature columns", d.features, {1, 1 << 16}},
+                {"classes", "classify: classes", d.classes, {1, 1 << 16}}},
+               nullptr, nullptr, nullptr};
+  m.build = [](const ModelSizes& s, Generator& gen) { return examples::classify_model(classify_config(s), gen); };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    return examples::classify_batch(classify_config(s), s.tokens, dtype, device, gen);
+  };
+  return m;
+}
+
+BenchModel custom_fusion() {
+  BenchModel m{"custom_fusion", examples::CustomFusionConfig{}.width, {}, nullptr, nullptr,
+               examples::register_square_fusions};
+  m.build = [](const ModelSizes& s, Generator& gen) { return examples::custom_fusion_model({s.hidden}, gen); };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    return examples::custom_fusion_batch({s.hidden}, s.tokens, dtype, device, gen);
+  };
+  return m;
+}
+
+BenchModel train_minimal() {
+  BenchModel m{"train_minimal", examples::TrainMinimalConfig{}.hidden, {}, nullptr, nullptr, nullptr};
+  m.build = [](const ModelSizes& s, Generator& gen) { return examples::train_minimal_model({s.hidden}, gen); };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    return examples::train_minimal_batch({s.hidden}, s.tokens, dtype, device, gen);
+  };
+  return m;
+}
+
+}  // namespace
+
+const std::vector<BenchModel>& bench_models() {
+  static const std::vector<BenchModel> models{mlp_block(), norm_block(), charlm(), classify(), custom_fusion(),
+                                              train_minimal()};
+  return models;
+}
+
+const BenchModel* find_bench_model(const std::string& name) {
+  for (const BenchModel& m : bench_models()) {
+    if (m.name == name) return &m;
+  }
+  return nullptr;
+}
+
+}  // namespace fuselab::bench
