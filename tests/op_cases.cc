@@ -213,8 +213,9 @@ void elementwise_cases(const Add& add) {
       return Outputs{cast(cast(x[0], DType::Float32), x[0].dtype())};
     }));
   }
-  add(op("reshape").input({2, 6}).named("to_4x3").bfloat16().runs([](const Inputs& x) {
-    return Outputs{reshape(x[0], {4, 3})};
+  // x used twice: the grads of both views add up.
+  add(op("reshape").input({2, 6}).named("to_4x3_squared").bfloat16().runs([](const Inputs& x) {
+    return Outputs{mul(reshape(x[0], {4, 3}), reshape(x[0], {4, 3}))};
   }));
   add(op("reshape").input({2, 6}).named("to_3_by_any").bfloat16().runs([](const Inputs& x) {
     return Outputs{reshape(x[0], {3, -1})};
