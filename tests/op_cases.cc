@@ -148,11 +148,6 @@ using Binary = Tensor (*)(const Tensor&, const Tensor&);
 template <class Fn>
 using Named = std::vector<std::pair<const char*, Fn>>;
 
-template <class Op, class... Args>
-CaseFunction basic(Args... args) {
-  return basic_op([=] { return std::make_shared<Op>(args...); });
-}
-
 // Sizes of one dim for elementwise ops: one element, around a block of 256, and many blocks.
 const int64_t kLengths[] = {1, 255, 257, 100003};
 // [rows, cols] of row-wise ops (norms, bias): see the top of the file.

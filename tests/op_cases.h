@@ -10,9 +10,13 @@
 // checked. Adding an op is one line in op_cases.cc, or a few with more shapes:
 //
 //   add(op("softmax").input({3, 5}, -4, 4).runs(unary(softmax)));
-//   add(op("Linear").input({2, 3, 4}).input({3, 4}).bfloat16().runs(basic_op([] {
-//     return std::make_shared<Linear>(4, 3);
-//   })));
+//   add(op("Linear").input({2, 3, 4}).input({3, 4}).bfloat16().runs(basic<Linear>(4, 3)));
+//
+// op() names the op (a function of autograd/functional.h or a basic-op class); each input() is a
+// shape and a range, ids() and labels() make int64 inputs; bfloat16() says it takes bfloat16
+// (float64 and float32 it always takes; a case without bfloat16() must refuse it);
+// float32_within(), bfloat16_within() and finite_differences() change the tolerances; named()
+// tells apart cases of one op on the same shapes.
 //
 // Cases with at most kFiniteDifferenceElements floating input elements also run against finite
 // differences; each op needs at least one such case.
@@ -86,6 +90,11 @@ CaseFunction binary(Tensor (*fn)(const Tensor&, const Tensor&));
 // A new basic op from `make` on each call, its parameters set to the inputs after its input and
 // extra inputs, run through a one-op Sequential; outputs: the output, then the extra outputs.
 CaseFunction basic_op(std::function<std::shared_ptr<BasicOp>()> make);
+// basic_op of Op(args...).
+template <class Op, class... Args>
+CaseFunction basic(Args... args) {
+  return basic_op([=] { return std::make_shared<Op>(args...); });
+}
 
 // The table, built once.
 const std::vector<OpCase>& op_cases();
