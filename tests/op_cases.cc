@@ -1,4 +1,4 @@
-// The table of op cases (see op_cases.h). Shapes and why they are there:
+// The table of op cases (op_cases.h; the builder is op_case.h). Shapes and why they are there:
 // - a small case of each op for finite differences;
 // - 1 element, sizes just off a power of two (255, 257) and not a multiple of a vector width, so
 //   every scalar tail and every block's edge is taken;
@@ -11,7 +11,6 @@
 #include <utility>
 
 #include "autograd/functional.h"
-#include "fuser/sequential.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/bias.h"
@@ -30,114 +29,6 @@
 #include "tensor/factories.h"
 
 namespace fuselab::testing {
-
-Tensor InputSpec::make(uint64_t seed) const {
-  Generator gen(seed);
-  if (is_floating()) return uniform(shape, low, high, DType::Float64, &gen);
-  std::vector<int64_t> values(size_t(numel(shape)));
-  for (size_t i = 0; i < values.size(); ++i) {
-    values[i] = ignore_some && i % 5 == 1 ? -100 : int64_t(gen.next_u64() % uint64_t(id_limit));
-  }
-  return from_vector<int64_t>(values, shape);
-}
-
-OpCase op(std::string name) {
-  OpCase c;
-  c.op = std::move(name);
-  return c;
-}
-
-OpCase& OpCase::input(Shape shape, double low, double high) {
-  inputs.push_back({std::move(shape), low, high});
-  return *this;
-}
-
-OpCase& OpCase::ids(Shape shape, int64_t limit) {
-  inputs.push_back({std::move(shape), 0, 0, limit});
-  return *this;
-}
-
-OpCase& OpCase::labels(Shape shape, int64_t classes) {
-  inputs.push_back({std::move(shape), 0, 0, classes, true});
-  return *this;
-}
-
-OpCase& OpCase::bfloat16() {
-  takes_bfloat16 = true;
-  return *this;
-}
-
-OpCase& OpCase::float32_within(double tolerance) {
-  float32_tolerance = tolerance;
-  return *this;
-}
-
-OpCase& OpCase::bfloat16_within(double tolerance) {
-  bfloat16_tolerance = tolerance;
-  return *this;
-}
-
-OpCase& OpCase::finite_differences(double step, double tolerance) {
-  finite_difference_step = step;
-  finite_difference_tolerance = tolerance;
-  return *this;
-}
-
-OpCase& OpCase::named(std::string text) {
-  label = std::move(text);
-  return *this;
-}
-
-OpCase& OpCase::runs(CaseFunction fn) {
-  run = std::move(fn);
-  return *this;
-}
-
-std::string OpCase::name() const {
-  std::string text = op;
-  for (const InputSpec& in : inputs) {
-    text += "_";
-    if (in.shape.empty()) text += "scalar";
-    for (size_t d = 0; d < in.shape.size(); ++d) text += (d ? "x" : "") + std::to_string(in.shape[d]);
-  }
-  if (!label.empty()) text += "_" + label;
-  return text;
-}
-
-int64_t OpCase::floating_elements() const {
-  int64_t total = 0;
-  for (const InputSpec& in : inputs) total += in.is_floating() ? numel(in.shape) : 0;
-  return total;
-}
-
-Inputs OpCase::make_inputs() const {
-  Inputs made;
-  for (size_t k = 0; k < inputs.size(); ++k) made.push_back(inputs[k].make(1 + k));
-  return made;
-}
-
-CaseFunction unary(Tensor (*fn)(const Tensor&)) {
-  return [fn](const Inputs& x) { return Outputs{fn(x.at(0))}; };
-}
-
-CaseFunction binary(Tensor (*fn)(const Tensor&, const Tensor&)) {
-  return [fn](const Inputs& x) { return Outputs{fn(x.at(0), x.at(1))}; };
-}
-
-CaseFunction basic_op(std::function<std::shared_ptr<BasicOp>()> make) {
-  return [make](const Inputs& x) {
-    const std::shared_ptr<BasicOp> basic = make();
-    const size_t extras = size_t(basic->num_extra_inputs()), params = basic->parameters().size();
-    check(x.size() == 1 + extras + params, basic->type(), " takes 1 input, ", extras, " extra inputs and ", params,
-          " parameters; the case gives ", x.size(), " tensors");
-    for (size_t p = 0; p < params; ++p) basic->parameter(p) = x[1 + extras + p];
-    Sequential seq({basic});
-    const SequentialOutput out = seq(x[0], Inputs(x.begin() + 1, x.begin() + 1 + extras));
-    Outputs outputs{out.output};
-    outputs.insert(outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
-    return outputs;
-  };
-}
 
 namespace {
 
@@ -299,9 +190,11 @@ void convolution_cases(const Add& add) {
   struct Geometry {
     int64_t batch, in_channels, out_channels, height, width, kernel, stride, padding;
   };
-  const Geometry geometries[] = {{2, 3, 4, 5, 6, 3, 1, 1}, {1, 2, 3, 7, 5, 3, 2, 1},   {3, 4, 2, 4, 4, 1, 1, 0},
-                                 {2, 1, 2, 3, 3, 3, 1, 0}, {1, 2, 2, 5, 5, 2, 2, 2},   {2, 2, 1, 1, 2, 3, 1, 1},
-                                 {2, 3, 5, 9, 7, 3, 1, 1}, {1, 16, 33, 17, 19, 3, 2, 1}, {3, 4, 8, 6, 6, 1, 1, 0}};
+  const Geometry geometries[] = {
+      {2, 3, 4, 5, 6, 3, 1, 1}, {1, 2, 3, 7, 5, 3, 2, 1}, {3, 4, 2, 4, 4, 1, 1, 0},
+      {2, 1, 2, 3, 3, 3, 1, 0}, {1, 2, 2, 5, 5, 2, 2, 2}, {2, 2, 1, 1, 2, 3, 1, 1},
+      // for cuDNN
+      {2, 3, 5, 9, 7, 3, 1, 1}, {1, 16, 33, 17, 19, 3, 2, 1}, {3, 4, 8, 6, 6, 1, 1, 0}};
   for (const Geometry& g : geometries) {
     add(op("Conv2d")
             .input({g.batch, g.in_channels, g.height, g.width})
