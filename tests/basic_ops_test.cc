@@ -1,5 +1,6 @@
-// Every basic op: forward against the functional API (or a formula), and backward (input, extra
-// inputs and parameters) against finite differences in float64, run through a Sequential.
+// Every basic op's forward against the functional API (or a formula), and what the op-case table
+// (op_cases.cc, whose harness checks every grad on every device) does not: initialization, dropout's
+// mask, embedding's scatter-add, and bad inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,20 +27,6 @@ namespace fuselab {
 namespace {
 
 using testing::random_tensor;
-using Ops = std::vector<std::shared_ptr<BasicOp>>;
-
-// Checks the grads of a one-op Sequential w.r.t. its input, extra inputs and parameters.
-void expect_op_gradients(std::shared_ptr<BasicOp> op, const Tensor& x, std::vector<Tensor> extras = {}) {
-  Sequential seq({op});
-  seq.set_fusion_enabled(false).to(DType::Float64);
-  // Parameters get random values so that, e.g., a norm's weight of ones does not hide errors.
-  for (size_t p = 0; p < op->parameters().size(); ++p) {
-    op->parameter(p) = random_tensor(op->parameters()[p].shape(), DType::Float64, 50 + p).detach();
-    op->parameter(p).set_requires_grad(true);
-  }
-  std::string worst;
-  EXPECT_LT(sequential_gradient_error(seq, x, extras, &worst), 1e-6) << op->describe() << ": " << worst;
-}
 
 Tensor x64(const Shape& shape, uint64_t seed = 1) { return random_tensor(shape, DType::Float64, seed); }
 
@@ -56,7 +43,6 @@ TEST(BasicOps, LinearIsXTimesWeightTransposed) {
   expect_same(seq(x), reshape(matmul(reshape(x, {10, 4}), transpose(linear->weight().detach())), {2, 5, 3}), 1e-6);
   const double bound = 1 / std::sqrt(4.0);
   for (float w : linear->weight().to_vector<float>()) EXPECT_LE(std::abs(w), bound);
-  expect_op_gradients(std::make_shared<Linear>(4, 3), x64({2, 3, 4}));
 }
 
 TEST(BasicOps, BiasAddsOverTheLastDim) {
@@ -64,7 +50,6 @@ TEST(BasicOps, BiasAddsOverTheLastDim) {
   Sequential seq({bias});
   const Tensor x = random_tensor({4, 3}, DType::Float32, 2);
   expect_same(seq(x), add(x, bias->bias().detach()));
-  expect_op_gradients(std::make_shared<Bias>(3), x64({4, 3}));
 }
 
 TEST(BasicOps, ActivationsMatchTheFunctionalOps) {
@@ -74,9 +59,6 @@ TEST(BasicOps, ActivationsMatchTheFunctionalOps) {
   expect_same(relu_seq(x), relu(x));
   expect_same(gelu_seq(x), gelu(x));
   expect_same(silu_seq(x), silu(x));
-  expect_op_gradients(std::make_shared<ReLU>(), x64({3, 7}));
-  expect_op_gradients(std::make_shared<GELU>(), x64({3, 7}));
-  expect_op_gradients(std::make_shared<SiLU>(), x64({3, 7}));
 }
 
 TEST(BasicOps, SwiGLUGatesTheSecondHalfWithSiluOfTheFirst) {
@@ -84,7 +66,6 @@ TEST(BasicOps, SwiGLUGatesTheSecondHalfWithSiluOfTheFirst) {
   const Tensor x = from_vector<double>({1, -2, 3, 4}, {1, 4});
   const double s1 = 1 / (1 + std::exp(-1.0)), s2 = -2 / (1 + std::exp(2.0));
   expect_same(seq(x), from_vector<double>({s1 * 3, s2 * 4}, {1, 2}));
-  expect_op_gradients(std::make_shared<SwiGLU>(), x64({3, 6}));
   EXPECT_THROW(seq(x64({2, 3})), Error);
 }
 
@@ -101,7 +82,6 @@ TEST(BasicOps, RMSNormNormalizesByRootMeanSquare) {
     for (int c = 0; c < 4; ++c) ref.push_back(xv[r * 4 + c] / std::sqrt(ms + 1e-6));
   }
   expect_same(seq(x), from_vector<double>(ref, {3, 4}));
-  expect_op_gradients(std::make_shared<RMSNorm>(5), x64({3, 5}));
 }
 
 TEST(BasicOps, LayerNormCentersAndScales) {
@@ -115,7 +95,6 @@ TEST(BasicOps, LayerNormCentersAndScales) {
     EXPECT_NEAR(mean, 0, 1e-12);
     EXPECT_NEAR(var, 1, 1e-3);  // var / (var + eps), eps = 1e-5
   }
-  expect_op_gradients(std::make_shared<LayerNorm>(5), x64({3, 5}));
 }
 
 TEST(BasicOps, ExtraInputAndOutputOps) {
@@ -128,8 +107,6 @@ TEST(BasicOps, ExtraInputAndOutputOps) {
   const SequentialOutput out = branch(x, {});
   ASSERT_EQ(out.extra_outputs.size(), 1u);
   expect_same(out.extra_outputs[0], x);
-  expect_op_gradients(std::make_shared<AddExtraInput>(), x64({2, 3}), {x64({2, 3}, 8)});
-  expect_op_gradients(std::make_shared<MakeExtraOutput>(), x64({2, 3}));
 }
 
 TEST(BasicOps, ScaleIdentityReshape) {
@@ -140,9 +117,6 @@ TEST(BasicOps, ScaleIdentityReshape) {
   expect_same(id(x), x);
   Sequential re({std::make_shared<Reshape>(Shape{3, -1})});
   EXPECT_EQ(re(x).shape(), (Shape{3, 4}));
-  expect_op_gradients(std::make_shared<ConstantScale>(-1.5), x64({2, 6}));
-  expect_op_gradients(std::make_shared<Identity>(), x64({2, 6}));
-  expect_op_gradients(std::make_shared<Reshape>(Shape{4, 3}), x64({2, 6}));
 }
 
 TEST(BasicOps, DropoutIsSeededAndIdentityInEval) {

@@ -1,4 +1,5 @@
-// Every functional op: forward against a naive reference, backward against finite differences.
+// Every functional op's forward against a naive reference, and cross_entropy with every row
+// ignored. Grads of every op on every device are checked by the op-case table (op_cases.cc).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -6,23 +7,13 @@
 
 #include "autograd/functional.h"
 #include "tensor/factories.h"
-#include "autograd/gradcheck.h"
 
 namespace fuselab {
 namespace {
 
-using Inputs = std::vector<Tensor>;
-
-constexpr double kGradTolerance = 1e-6;
-
 Tensor random64(const Shape& shape, uint64_t seed, double low = -1, double high = 1) {
   Generator gen(seed);
   return uniform(shape, low, high, DType::Float64, &gen);
-}
-
-void expect_gradients(const TensorFunction& f, const Inputs& inputs) {
-  const auto result = check_gradients(f, inputs);
-  EXPECT_LT(result.max_error, kGradTolerance) << result.worst;
 }
 
 void expect_values(const Tensor& actual, const std::vector<double>& expected, double tol = 1e-12) {
@@ -46,13 +37,7 @@ TEST(Matmul, MatchesNaiveProduct2dAndBatched) {
           expected.push_back(total);
         }
     expect_values(c, expected);
-    expect_gradients([](const Inputs& in) { return matmul(in[0], in[1]); }, {a, b});
   }
-}
-
-TEST(Matmul, Float32UsesBlasAndAgreesWithFloat64) {
-  const Tensor a = random64({64, 48}, 3), b = random64({48, 32}, 4);
-  expect_values(matmul(a.to(DType::Float32), b.to(DType::Float32)), matmul(a, b).to_vector<double>(), 1e-5);
 }
 
 TEST(Transpose, SwapsLastTwoDims) {
@@ -60,7 +45,6 @@ TEST(Transpose, SwapsLastTwoDims) {
   const Tensor t = transpose(x);
   EXPECT_EQ(t.shape(), (Shape{3, 2}));
   expect_values(t, {1, 4, 2, 5, 3, 6});
-  expect_gradients([](const Inputs& in) { return transpose(in[0]); }, {random64({2, 3, 4}, 5)});
 }
 
 struct BinaryCase {
@@ -76,7 +60,7 @@ const BinaryCase kBinaryCases[] = {
     {"div", div, [](double a, double b) { return a / b; }},
 };
 
-TEST(Binary, ForwardAndGradientsForEveryBroadcast) {
+TEST(Binary, MatchesReferenceForEveryBroadcastOfB) {
   const Tensor a = random64({3, 4}, 6);
   for (const BinaryCase& c : kBinaryCases) {
     for (const Shape& b_shape : {Shape{3, 4}, Shape{4}, Shape{}, Shape{1}}) {
@@ -89,7 +73,6 @@ TEST(Binary, ForwardAndGradientsForEveryBroadcast) {
         expected.push_back(c.reference(av[i], bi));
       }
       expect_values(c.op(a, b), expected);
-      expect_gradients([&](const Inputs& in) { return c.op(in[0], in[1]); }, {a, b});
     }
   }
 }
@@ -110,7 +93,7 @@ int64_t broadcast_source(const Shape& from, const Shape& to, int64_t i) {
   return index;
 }
 
-TEST(Binary, NumpyBroadcastingOfBothOperandsForwardAndGradients) {
+TEST(Binary, NumpyBroadcastingOfBothOperands) {
   struct Shapes {
     Shape a, b, result;
   };
@@ -134,7 +117,6 @@ TEST(Binary, NumpyBroadcastingOfBothOperandsForwardAndGradients) {
       const Tensor y = c.op(a, b);
       EXPECT_EQ(y.shape(), s.result);
       expect_values(y, expected);
-      expect_gradients([&](const Inputs& in) { return c.op(in[0], in[1]); }, {a, b});
     }
   }
 }
@@ -144,7 +126,6 @@ TEST(Scale, MultipliesByConstant) {
   auto expected = x.to_vector<double>();
   for (double& v : expected) v *= -2.5;
   expect_values(scale(x, -2.5), expected);
-  expect_gradients([](const Inputs& in) { return scale(in[0], -2.5); }, {x});
 }
 
 TEST(Reductions, SumMeanAllAndLastDim) {
@@ -153,22 +134,16 @@ TEST(Reductions, SumMeanAllAndLastDim) {
   expect_values(mean(x), {3.5});
   expect_values(sum_last_dim(x), {6, 15});
   expect_values(mean_last_dim(x), {2, 5});
-  const Tensor r = random64({2, 3, 4}, 9);
-  expect_gradients([](const Inputs& in) { return sum(in[0]); }, {r});
-  expect_gradients([](const Inputs& in) { return mean(in[0]); }, {r});
-  expect_gradients([](const Inputs& in) { return sum_last_dim(in[0]); }, {r});
-  expect_gradients([](const Inputs& in) { return mean_last_dim(in[0]); }, {r});
 }
 
-TEST(Reshape, KeepsValuesAndRoutesGradients) {
+TEST(Reshape, KeepsValues) {
   const Tensor x = random64({2, 6}, 10);
   const Tensor y = reshape(x, {3, -1});
   EXPECT_EQ(y.shape(), (Shape{3, 4}));
   expect_values(y, x.to_vector<double>());
-  expect_gradients([](const Inputs& in) { return mul(reshape(in[0], {4, 3}), reshape(in[0], {4, 3})); }, {x});
 }
 
-TEST(Activations, MatchFormulasAndGradients) {
+TEST(Activations, MatchFormulas) {
   const Tensor x = random64({4, 5}, 11, -3, 3);
   const auto xv = x.to_vector<double>();
   std::vector<double> r, g, s;
@@ -180,9 +155,6 @@ TEST(Activations, MatchFormulasAndGradients) {
   expect_values(relu(x), r);
   expect_values(gelu(x), g);
   expect_values(silu(x), s);
-  expect_gradients([](const Inputs& in) { return relu(in[0]); }, {x});
-  expect_gradients([](const Inputs& in) { return gelu(in[0]); }, {x});
-  expect_gradients([](const Inputs& in) { return silu(in[0]); }, {x});
 }
 
 TEST(Softmax, RowsSumToOneAndMatchExp) {
@@ -199,8 +171,6 @@ TEST(Softmax, RowsSumToOneAndMatchExp) {
   }
   expect_values(softmax(x), sm);
   expect_values(log_softmax(x), lsm);
-  expect_gradients([](const Inputs& in) { return softmax(in[0]); }, {x});
-  expect_gradients([](const Inputs& in) { return log_softmax(in[0]); }, {x});
 }
 
 TEST(CrossEntropy, MeanNegativeLogLikelihoodWithIgnoreIndex) {
@@ -208,7 +178,6 @@ TEST(CrossEntropy, MeanNegativeLogLikelihoodWithIgnoreIndex) {
   const Tensor labels = from_vector<int64_t>({2, -100, 0, 1}, {4});
   const auto lsm = log_softmax(logits).to_vector<double>();
   expect_values(cross_entropy(logits, labels), {-(lsm[0 * 3 + 2] + lsm[2 * 3 + 0] + lsm[3 * 3 + 1]) / 3});
-  expect_gradients([&](const Inputs& in) { return cross_entropy(in[0], in[1]); }, {logits, labels});
 }
 
 TEST(CrossEntropy, EveryRowIgnoredGivesNanLossAndZeroGrads) {
@@ -224,10 +193,9 @@ TEST(CrossEntropy, EveryRowIgnoredGivesNanLossAndZeroGrads) {
 TEST(Mse, MeanSquaredDifference) {
   const Tensor p = from_vector<double>({1, 2, 3}, {3}), t = from_vector<double>({1, 0, 5}, {3});
   expect_values(mse(p, t), {(0 + 4 + 4) / 3.0});
-  expect_gradients([](const Inputs& in) { return mse(in[0], in[1]); }, {random64({2, 3}, 14), random64({2, 3}, 15)});
 }
 
-TEST(Embedding, GathersRowsAndScatterAddsGradients) {
+TEST(Embedding, GathersRows) {
   const Tensor table = random64({5, 3}, 16);
   const Tensor ids = from_vector<int64_t>({4, 0, 4, 2}, {2, 2});
   const Tensor out = embedding(table, ids);
@@ -237,7 +205,6 @@ TEST(Embedding, GathersRowsAndScatterAddsGradients) {
   for (int64_t id : {4, 0, 4, 2})
     for (int j = 0; j < 3; ++j) expected.push_back(tv[id * 3 + j]);
   expect_values(out, expected);
-  expect_gradients([&](const Inputs& in) { return embedding(in[0], in[1]); }, {table, ids});  // id 4 twice
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// The fusion lab: every registered fusion checked automatically on its example model, the
-// explain log, per-fusion switches, the bisect helper and declarative patterns.
+// The fusion lab: check_fusion catching wrong fusions, the explain log, per-fusion switches, the
+// bisect helper and declarative patterns. Every registered fusion is checked on its example model,
+// on every device, by the op-case harness (op_cases_test.cc).
 #include <gtest/gtest.h>
 
 #include "autograd/functional.h"
@@ -19,29 +20,6 @@ namespace fuselab {
 namespace {
 
 using testing::random_tensor;
-
-TEST(FusionLab, EveryRegisteredFusionMatchesUnfusedOnRandomShapes) {
-  const auto names = registered_fusion_names();
-  ASSERT_FALSE(names.empty());
-  Generator gen(5);
-  for (const std::string& name : names) {
-    const FusionExampleMaker maker = fusion_example(name);
-    ASSERT_TRUE(maker) << name << " has no example model: register one with register_fusion_example";
-    for (DType dtype : {DType::Float64, DType::Float32}) {
-      for (int trial = 0; trial < 3; ++trial) {
-        const int64_t rows = 1 + int64_t(gen.next_u64() % 40), width = 1 + int64_t(gen.next_u64() % 24);
-        SCOPED_TRACE(name + " " + dtype_name(dtype) + " rows " + std::to_string(rows) + " width " + std::to_string(width));
-        FusionExample e = maker(rows, width, dtype, gen);
-        Sequential seq(e.ops);
-        const FusionCheckResult result = check_fusion(name, seq, e.input, e.extra_inputs);
-        EXPECT_TRUE(result.ok) << result.problem << "\n" << result.lists;
-        if (dtype == DType::Float64) {
-          EXPECT_GE(result.finite_difference_error, 0);
-        }
-      }
-    }
-  }
-}
 
 // Claims to fuse Identity pairs but doubles the output: check_fusion must catch it.
 class WrongDouble : public FusedOp {

@@ -4,8 +4,8 @@
 #   bash tools/gpu_check.sh pack         # here: build, then copy binaries and libraries to .gpu/
 #   bash .gpu/gpu_check.sh run LOGDIR    # on the GPU machine, from the repository root
 #
-# `run` checks that every library resolves, runs the GPU tests (cuda_test; the small cases again
-# under compute-sanitizer memcheck; nccl_test with one rank), trains charlm on the GPU for 3000
+# `run` checks that every library resolves, runs the GPU tests (cuda_test and op_cases_test; their
+# device tests again under compute-sanitizer memcheck; nccl_test with one rank), trains charlm on the GPU for 3000
 # steps, then runs //tools:bench on CUDA for the MLP block and the norm block at sizes that fill
 # the chip, and PyTorch eager on the same shapes when torch is installed, and RMSNorm's bandwidth
 # against a device-to-device copy. Logs go to LOGDIR; a table is printed last. Exit status: 0 when every
@@ -16,17 +16,17 @@ mode="${1:-}"
 pack() {
   set -e
   cd "$(dirname "$0")/.."
-  local targets=(//tests:cuda_test //tests/distributed:nccl_test //tools:bench //examples:charlm)
+  local targets=(//tests:cuda_test //tests:op_cases_test //tests/distributed:nccl_test //tools:bench //examples:charlm)
   bazel build "${targets[@]}"
   rm -rf .gpu && mkdir -p .gpu/lib
   # The binaries find Bazel's shared libraries at $ORIGIN/../_solib_k8: keep bazel-bin's layout.
-  for binary in tests/cuda_test tests/distributed/nccl_test tools/bench examples/charlm; do
+  for binary in tests/cuda_test tests/op_cases_test tests/distributed/nccl_test tools/bench examples/charlm; do
     mkdir -p ".gpu/$(dirname "$binary")" && cp "bazel-bin/$binary" ".gpu/$binary"
   done
   cp -rL bazel-bin/_solib_k8 .gpu/
   # System libraries the GPU machine may lack (not CUDA's: it has those), and the OpenMP OpenBLAS
   # that kernels/cpu dlopen()s.
-  ldd .gpu/tests/cuda_test .gpu/tests/distributed/nccl_test .gpu/tools/bench .gpu/examples/charlm |
+  ldd .gpu/tests/cuda_test .gpu/tests/op_cases_test .gpu/tests/distributed/nccl_test .gpu/tools/bench .gpu/examples/charlm |
     awk '$3 ~ /^\// && $3 !~ /_solib|cuda|libc\.so|libm\.so|ld-linux|libpthread|libdl\.so|librt\.so|libstdc|libgcc_s/ { print $3 }' |
     sort -u | xargs -I{} cp -L {} .gpu/lib/
   local openblas=/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0
@@ -60,7 +60,8 @@ run() {
   export PATH="$PATH:/usr/local/cuda/bin"  # compute-sanitizer
   local status=0 rows=()
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >"$logs/device.txt" 2>&1
-  if ldd "$gpu"/tests/cuda_test "$gpu"/tests/distributed/nccl_test "$gpu"/tools/bench "$gpu"/examples/charlm |
+  if ldd "$gpu"/tests/cuda_test "$gpu"/tests/op_cases_test "$gpu"/tests/distributed/nccl_test "$gpu"/tools/bench \
+    "$gpu"/examples/charlm |
     grep "not found" >"$logs/ldd_missing.txt"; then
     cat "$logs/ldd_missing.txt"
     status=1
@@ -83,9 +84,12 @@ run() {
   }
   export GTEST_COLOR=no
   check cuda_test "$gpu/tests/cuda_test"
+  check op_cases_test "$gpu/tests/op_cases_test"
   if command -v compute-sanitizer >/dev/null; then
     check cuda_test_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$gpu/tests/cuda_test" \
-      --gtest_filter='Cuda.RoundTrip*:Cuda.Activations*:Cuda.Matmul*:Cuda.RMSNorm*:Cuda.FusedSequential*:Cuda.CrossEntropy*:Cuda.Embedding*:Cuda.LayerNorm*:Cuda.Softmax*:Cuda.Conv2d*:Cuda.LinearEpilogues*:Cuda.SwiGLU*:Cuda.Transpose*:Cuda.BFloat16MatchesCpu'
+      --gtest_filter='Cuda.RoundTrip*:Cuda.BackwardAddRMSNorm*:Cuda.FusedSequential*:Cuda.Conv2d*:Cuda.LinearEpilogues*:Cuda.BFloat16MatchesCpu'
+    check op_cases_test_memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$gpu/tests/op_cases_test" \
+      --gtest_filter='*Cuda*'
   else
     rows+=("cuda_test_memcheck           SKIPPED: no compute-sanitizer on PATH")
   fi
