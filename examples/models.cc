@@ -64,20 +64,6 @@ Batch classify_batch(const ClassifyConfig& c, int64_t rows, DType dtype, Device 
   return {features, {}, [labels](const SequentialOutput& out) { return cross_entropy(loss_input(out.output), labels); }};
 }
 
-Sequential train_minimal_model(const TrainMinimalConfig& c, Generator& gen) {
-  Sequential model;  // Linear+Bias+GELU pairs fuse into ForwardLinearBiasActivation
-  model.append(linear_with_bias(1, c.hidden, &gen)).append(std::make_shared<GELU>());
-  model.append(linear_with_bias(c.hidden, c.hidden, &gen)).append(std::make_shared<GELU>());
-  model.append(linear_with_bias(c.hidden, 1, &gen));
-  return model;
-}
-
-Batch train_minimal_batch(const TrainMinimalConfig&, int64_t rows, DType dtype, Device device, Generator& gen) {
-  const Tensor x = uniform({rows, 1}, -1, 1, dtype, &gen).to(device);
-  const Tensor y = uniform({rows, 1}, -1, 1, loss_dtype(dtype), &gen).to(device);
-  return {x, {}, [y](const SequentialOutput& out) { return mse(loss_input(out.output), y); }};
-}
-
 Sequential custom_fusion_model(const CustomFusionConfig& c, Generator& gen) {
   return Sequential({std::make_shared<Linear>(c.width, c.width, &gen), std::make_shared<Square>(),
                      std::make_shared<ConstantScale>(c.scale)});

@@ -47,15 +47,6 @@ Sequential classify_model(const ClassifyConfig& config, Generator& gen);
 // entropy against random labels.
 Batch classify_batch(const ClassifyConfig& config, int64_t rows, DType dtype, Device device, Generator& gen);
 
-// train_minimal (examples/train_minimal.cc): an MLP from x to y,
-//   Linear(1, hidden), Bias, GELU, Linear(hidden, hidden), Bias, GELU, Linear(hidden, 1), Bias
-struct TrainMinimalConfig {
-  int64_t hidden = 64;
-};
-Sequential train_minimal_model(const TrainMinimalConfig& config, Generator& gen);
-// x uniform in [-1, 1], [rows, 1]; the mean squared error against random targets in [-1, 1].
-Batch train_minimal_batch(const TrainMinimalConfig& config, int64_t rows, DType dtype, Device device, Generator& gen);
-
 // custom_fusion (examples/custom_fusion.cc): Linear(width, width) without bias, Square,
 // ConstantScale(scale). Only the user fusions of square_fusions.h fuse it.
 struct CustomFusionConfig {

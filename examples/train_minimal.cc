@@ -1,8 +1,7 @@
 // The smallest complete FuseLab training program: an MLP learns y = sin(3x) on [-1, 1].
-// It links the library target //:fuselab and the examples' model builders (examples/models.h,
-// whose train_minimal_model //tools:bench times too):
+// It links the one library target //:fuselab and nothing else:
 //
-//   cc_binary(name = "train_minimal", srcs = ["train_minimal.cc"], deps = ["//:fuselab", ":models"])
+//   cc_binary(name = "train_minimal", srcs = ["train_minimal.cc"], deps = ["//:fuselab"])
 //   bazel run -c opt //examples:train_minimal
 //
 // One training step is: forward through the fused Sequential, the loss, backward (one tape node
@@ -12,8 +11,9 @@
 #include <vector>
 
 #include "autograd/functional.h"
-#include "examples/models.h"
 #include "fuser/sequential.h"
+#include "ops/basic/activation.h"
+#include "ops/basic/linear.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "tensor/factories.h"
@@ -30,9 +30,10 @@ int main() {
   }
   const Tensor x = from_vector<float>(xs, {n, 1}), y = from_vector<float>(ys, {n, 1});
 
-  // Linear, Bias, GELU, Linear, Bias, GELU, Linear, Bias of width 64 (examples/models.cc): the
-  // Linear+Bias+GELU runs fuse into ForwardLinearBiasActivation.
-  Sequential model = examples::train_minimal_model({}, gen);
+  Sequential model;  // Linear+Bias+GELU pairs fuse into ForwardLinearBiasActivation
+  model.append(linear_with_bias(1, 64, &gen)).append(std::make_shared<GELU>());
+  model.append(linear_with_bias(64, 64, &gen)).append(std::make_shared<GELU>());
+  model.append(linear_with_bias(64, 1, &gen));
   std::printf("%s\n", model.describe().c_str());
 
   AdamW optimizer(model.parameters(), {1e-2});

@@ -15,7 +15,8 @@ Tensor projected_loss(const std::vector<Tensor>& outputs, uint64_t seed) {
   Tensor loss;
   for (size_t k = 0; k < outputs.size(); ++k) {
     Generator gen(seed + k);
-    const Tensor term = sum(mul(outputs[k], uniform(outputs[k].shape(), -1, 1, outputs[k].dtype(), &gen)));
+    const Tensor weights = uniform(outputs[k].shape(), -1, 1, outputs[k].dtype(), &gen).to(outputs[k].device());
+    const Tensor term = sum(mul(outputs[k], weights));
     loss = loss.defined() ? add(loss, term) : term;
   }
   return loss;

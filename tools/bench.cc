@@ -32,7 +32,6 @@
 //                  labels; --features, --classes
 //   custom_fusion  examples/custom_fusion.cc's Linear, Square, ConstantScale with its user fusions
 //                  registered; loss out.sum()
-//   train_minimal  examples/train_minimal.cc's MLP on x in [-1, 1], mse against random targets
 // The examples' models take the example's defaults (charlm's hidden 256, classify's 64, ...);
 // their inputs require no grad, as in training, so the first layer computes no input grad.
 #include <algorithm>

@@ -103,20 +103,10 @@ BenchModel custom_fusion() {
   return m;
 }
 
-BenchModel train_minimal() {
-  BenchModel m{"train_minimal", examples::TrainMinimalConfig{}.hidden, {}, nullptr, nullptr, nullptr};
-  m.build = [](const ModelSizes& s, Generator& gen) { return examples::train_minimal_model({s.hidden}, gen); };
-  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
-    return examples::train_minimal_batch({s.hidden}, s.tokens, dtype, device, gen);
-  };
-  return m;
-}
-
 }  // namespace
 
 const std::vector<BenchModel>& bench_models() {
-  static const std::vector<BenchModel> models{mlp_block(), norm_block(), charlm(), classify(), custom_fusion(),
-                                              train_minimal()};
+  static const std::vector<BenchModel> models{mlp_block(), norm_block(), charlm(), classify(), custom_fusion()};
   return models;
 }
 
