@@ -10,8 +10,8 @@
 // - BFloat16: for the cases that take it, bfloat16 on the CPU and on each device against float32
 //   on the CPU on the same rounded inputs, and on each device against bfloat16 on the CPU to 1e-2
 //   (both compute in float32 and round once). WithoutBFloat16: the other cases refuse it.
-// - Fusions: every registered fusion on its example model, on the CPU (check_fusion) and on each
-//   device, fused against unfused.
+// - Fusions: check_fusion for every registered fusion on its example model, on the CPU and on each
+//   device: fused against unfused, outputs and every grad.
 // - OpCaseTable: every basic op of ops/basic/ and every functional op of autograd/functional.h
 //   (listed from the sources by //tests:source_op_names) has a case.
 // Without a CUDA device the CUDA tests report SKIPPED; //tests:op_cases_emulated_test runs them on
@@ -280,55 +280,8 @@ INSTANTIATE_TEST_SUITE_P(OpCases, WithoutBFloat16,
                          ::testing::ValuesIn(cases_where([](const OpCase& c) { return !c.takes_bfloat16; })),
                          case_name);
 
-bool has_fused_op(const FusedLists& lists) {
-  for (const IndexedOpList* list : {&lists.forward, &lists.backward}) {
-    for (const auto& op : list->ops) {
-      if (op->is_fused()) return true;
-    }
-  }
-  return false;
-}
-
-// run_with_backward (fuser/fusion_check.h) on any device: the outputs of one call and the grads
-// of the input, the extra inputs and the parameters, from weighted_loss.
-RunResult run_sequential(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras) {
-  auto leaf = [](const Tensor& t) {
-    Tensor copy = t.detach().clone();
-    if (is_floating(copy.dtype())) copy.set_requires_grad(true);
-    return copy;
-  };
-  const Tensor input = leaf(x);
-  std::vector<Tensor> extra_inputs;
-  for (const Tensor& e : extras) extra_inputs.push_back(leaf(e));
-  seq.zero_grad();
-  const SequentialOutput out = seq(input, extra_inputs);
-  RunResult result;
-  result.outputs.push_back(out.output);
-  result.outputs.insert(result.outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
-  backward(weighted_loss(result.outputs));
-  result.input_grads.push_back(input.grad());
-  for (const Tensor& e : extra_inputs) result.input_grads.push_back(e.grad());
-  for (const Tensor& p : seq.parameters()) result.param_grads.push_back(p.grad());
-  seq.zero_grad();
-  return result;
-}
-
-// What check_fusion checks on a CUDA device: with only this fusion enabled it fires, and it
-// matches fusion off (outputs and every grad, check_fusion's tolerances); "" when it does.
-// check_fusion itself cannot take CUDA tensors: its projected_loss draws the loss weights on the CPU.
-std::string fusion_problem_on_device(const std::string& name, Sequential& seq, const Tensor& x,
-                                     const std::vector<Tensor>& extras) {
-  seq.set_fusion_enabled(true).enable_only_fusions({name});
-  if (!has_fused_op(*seq.fused_lists())) return "the fusion did not fire:\n" + seq.describe();
-  const RunResult fused = run_sequential(seq, x, extras);
-  seq.set_fusion_enabled(false);
-  const RunResult unfused = run_sequential(seq, x, extras);
-  const Tolerance tol = tolerance_for(x.dtype());
-  return compare_runs(fused, unfused, tol.rtol, tol.atol);
-}
-
 // The fusion on its example model, on random sizes as the fusion lab draws them: check_fusion on
-// the CPU (with finite differences in float64), fusion_problem_on_device on a CUDA device.
+// the device (with finite differences in float64 on the CPU).
 void expect_fusion_matches_unfused(const std::string& name, Device device) {
   const FusionExampleMaker maker = fusion_example(name);
   ASSERT_TRUE(maker) << name << " has no example model: register one with register_fusion_example";
@@ -340,20 +293,15 @@ void expect_fusion_matches_unfused(const std::string& name, Device device) {
                    " width " + std::to_string(width));
       FusionExample e = maker(rows, width, dtype, gen);
       Sequential seq(e.ops);
-      if (device.is_cpu()) {
-        const FusionCheckResult result = check_fusion(name, seq, e.input, e.extra_inputs);
-        EXPECT_TRUE(result.ok) << result.problem << "\n" << result.lists;
-        if (dtype == DType::Float64) {
-          EXPECT_GE(result.finite_difference_error, 0);
-        }
-        continue;
-      }
       seq.to(device);
       std::vector<Tensor> extras;
       for (const Tensor& extra : e.extra_inputs) extras.push_back(extra.to(device));
       const PoisonDeviceMemory poison(device);
-      const std::string problem = fusion_problem_on_device(name, seq, e.input.to(device), extras);
-      EXPECT_TRUE(problem.empty()) << problem << "\n" << seq.describe();
+      const FusionCheckResult result = check_fusion(name, seq, e.input.to(device), extras);
+      EXPECT_TRUE(result.ok) << result.problem << "\n" << result.lists;
+      if (dtype == DType::Float64 && device.is_cpu()) {
+        EXPECT_GE(result.finite_difference_error, 0);  // check_fusion's finite differences ran
+      }
     }
   }
 }
