@@ -1,6 +1,6 @@
 // BackwardActivationBias: Bias then ReLU/GELU/SiLU (forward order), in backward.
 //   dpre = dy * act'(pre),  db = sum over rows of dpre,  dx = dpre
-// in one pass over dy (kernels/cpu/bias_activation.h). Reads ActivationSaved {pre}.
+// in one pass over dy (kernels/linear_epilogue.h). Reads ActivationSaved {pre}.
 #pragma once
 
 #include "ops/fused_op.h"

@@ -1,9 +1,9 @@
 // ForwardLinearBiasActivation: Linear, Bias and an optional ReLU/GELU/SiLU in one forward call.
 //   pre = x W^T + b,  y = act(pre)
 // CPU: after the GEMM, one pass applies the bias and the activation and keeps pre for the
-// backward, instead of one pass for each (kernels/cpu/linear_epilogue.h). CUDA: one cuBLASLt call
+// backward, instead of one pass for each. CUDA: one cuBLASLt call
 // with a bias, bias + ReLU or bias + GELU (aux = pre) epilogue where cuBLASLt has it
-// (kernels/cuda/linear_epilogue.h). Fills LinearSaved {x, W} and ActivationSaved {pre}, or {y}
+// (both in kernels/linear_epilogue.h). Fills LinearSaved {x, W} and ActivationSaved {pre}, or {y}
 // for ReLU (see ActivationSaved).
 #pragma once
 

@@ -1,6 +1,6 @@
 // ForwardLinearBiasAdd: Linear, an optional Bias and AddExtraInput in one forward call.
 //   y = x W^T (+ b) + r: after the GEMM, one pass adds the bias and the residual r, instead of
-// one pass for each (kernels/cpu/linear_epilogue.h). Fills LinearSaved {x, W}.
+// one pass for each (kernels/linear_epilogue.h). Fills LinearSaved {x, W}.
 #pragma once
 
 #include "ops/fused_op.h"
