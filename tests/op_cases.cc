@@ -13,6 +13,7 @@
 #include "autograd/functional.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
+#include "ops/basic/attention.h"
 #include "ops/basic/bias.h"
 #include "ops/basic/channel_bias.h"
 #include "ops/basic/constant_scale.h"
@@ -25,12 +26,26 @@
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
+#include "ops/basic/softmax.h"
 #include "ops/basic/swiglu.h"
+#include "fuser/sequential.h"
 #include "tensor/factories.h"
 
 namespace fuselab::testing {
 
 namespace {
+
+// Causal scores are -inf above the diagonal, which no loss can weigh, so the causal case runs
+// AttentionScores into Softmax; outputs: the probabilities, then qkv (the extra output).
+CaseFunction causal_probabilities(int64_t heads) {
+  return [heads](const Inputs& x) {
+    Sequential seq({std::make_shared<AttentionScores>(heads, true), std::make_shared<Softmax>()});
+    const SequentialOutput out = seq(x[0], {});
+    Outputs outputs{out.output};
+    outputs.insert(outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
+    return outputs;
+  };
+}
 
 using Add = std::function<void(OpCase)>;
 using Shapes = std::vector<Shape>;
@@ -182,6 +197,18 @@ void basic_op_cases(const Add& add) {
   add(op("Reshape").input({2, 6}).named("to_3_by_any").bfloat16().runs(basic<Reshape>(Shape{3, -1})));
   add(op("Embedding").ids({6}, 4).input({4, 3}).runs(basic<Embedding>(4, 3)));
   add(op("Embedding").ids({300, 8}, 27).input({27, 300}).runs(basic<Embedding>(27, 300)));
+  for (const Shape& s : {Shape{3, 7}, Shape{2, 3, 5, 5}, Shape{37, 257}}) add(op("Softmax").input(s, -3, 3).runs(basic<Softmax>()));
+  // qkv [batch, tokens, 3 heads head_dim]: two heads, T = 1, one head, T not a multiple of a
+  // vector width, a longer sequence.
+  struct Attention {
+    int64_t batch, tokens, heads, head_dim;
+  };
+  for (const Attention a : {Attention{2, 5, 2, 3}, Attention{1, 1, 1, 4}, Attention{1, 7, 1, 2}, Attention{2, 67, 3, 8}}) {
+    const Shape qkv{a.batch, a.tokens, 3 * a.heads * a.head_dim}, probs{a.batch, a.heads, a.tokens, a.tokens};
+    add(op("AttentionScores").input(qkv).bfloat16().runs(basic<AttentionScores>(a.heads, false)));
+    add(op("AttentionScores").input(qkv).named("causal_then_softmax").runs(causal_probabilities(a.heads)));
+    add(op("AttentionValues").input(probs, 0, 1).input(qkv).bfloat16().runs(basic<AttentionValues>(a.heads)));
+  }
 }
 
 // Conv2d and ChannelBias on NCHW inputs: 1x1 kernels, stride 2 with odd images, padding wider

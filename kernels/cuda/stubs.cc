@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/cuda/cast.h"
+#include "kernels/attention.h"
 #include "kernels/channel_bias.h"
 #include "kernels/conv2d.h"
 #include "kernels/cuda/device_api.h"
@@ -63,6 +64,7 @@ namespace fuselab::kernels {
 
 using cuda::unavailable;
 
+FUSELAB_ATTENTION_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_CHANNEL_BIAS_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_CONV2D_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_ELEMENTWISE_KERNELS(FUSELAB_CUDA_STUB)

@@ -1,0 +1,106 @@
+// The CUDA bodies of kernels/attention.h: one cuBLASLt GEMM per (batch, head) and product, and
+// one elementwise launch for the causal mask.
+#include "kernels/attention.h"
+
+#include <cmath>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_api.h"
+#include "kernels/cuda/gemm.h"
+
+namespace fuselab::kernels::cuda {
+namespace {
+
+// Over [B H, T, T]: out = -inf above the diagonal and x elsewhere (out may be x), or 0 above it
+// when `zero` (the masked grad).
+template <class T>
+__global__ void causal_mask_kernel(const T* x, T* out, int64_t n, int64_t tokens, bool zero) {
+  FUSELAB_GRID_STRIDE_LOOP(i, n) {
+    const int64_t col = i % tokens, row = (i / tokens) % tokens;
+    out[i] = col > row ? T(zero ? 0.0f : -INFINITY) : x[i];
+  }
+}
+
+template <class T>
+void causal_mask(const T* x, T* out, const AttentionShape& s, bool zero, int device) {
+  const int64_t n = s.batch * s.heads * s.tokens * s.tokens;
+  if (n == 0) return;
+  use_device(device);
+  causal_mask_kernel<T><<<blocks_for(n), kThreads>>>(x, out, n, s.tokens, zero);
+  check_launch("causal_mask_kernel");
+}
+
+}  // namespace
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
+template <class T>
+void AttentionScoresForward<T>::cuda(KernelContext& ctx) const {
+  const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row();
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const T* q = qkv + s.qkv_at(b, h);
+      gemm<T>(false, true, t, t, d, scale, q, ld, q + s.width(), ld, 0, scores + s.scores_at(b, h), t, ctx.device);
+    }
+  }
+  if (causal) causal_mask<T>(scores, scores, s, false, ctx.device);
+}
+
+template <class T>
+void AttentionScoresBackward<T>::cuda(KernelContext& ctx) const {
+  const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row();
+  const size_t bytes = size_t(s.batch * t * ld) * sizeof(T);
+  if (dqkv_out) copy_device_to_device(dqkv, dqkv_out, bytes, ctx.device);
+  else fill_bytes(dqkv, 0, bytes, ctx.device);
+  const T* ds = dscores;
+  if (causal) {  // ds with its masked entries zeroed
+    T* masked = ctx.scratch<T>(s.batch * s.heads * t * t);
+    causal_mask<T>(dscores, masked, s, true, ctx.device);
+    ds = masked;
+  }
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const T* q = qkv + s.qkv_at(b, h);
+      const T* ds_bh = ds + s.scores_at(b, h);
+      T* dq = dqkv + s.qkv_at(b, h);
+      gemm<T>(false, false, t, d, t, scale, ds_bh, t, q + s.width(), ld, 1, dq, ld, ctx.device);  // dq += ds k
+      gemm<T>(true, false, t, d, t, scale, ds_bh, t, q, ld, 1, dq + s.width(), ld, ctx.device);   // dk += ds^T q
+    }
+  }
+}
+
+template <class T>
+void AttentionValuesForward<T>::cuda(KernelContext& ctx) const {
+  const int64_t t = s.tokens, d = s.head_dim;
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const T* v = qkv + s.qkv_at(b, h) + 2 * s.width();
+      gemm<T>(false, false, t, d, t, 1, probs + s.scores_at(b, h), t, v, s.qkv_row(), 0, y + s.output_at(b, h),
+              s.width(), ctx.device);
+    }
+  }
+}
+
+template <class T>
+void AttentionValuesBackward<T>::cuda(KernelContext& ctx) const {
+  const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row();
+  if (dqkv) fill_bytes(dqkv, 0, size_t(s.batch * t * ld) * sizeof(T), ctx.device);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t v_at = s.qkv_at(b, h) + 2 * s.width();
+      const T* g = dy + s.output_at(b, h);
+      if (dprobs) {
+        gemm<T>(false, true, t, t, d, 1, g, s.width(), qkv + v_at, ld, 0, dprobs + s.scores_at(b, h), t, ctx.device);
+      }
+      if (dqkv) {
+        gemm<T>(true, false, t, d, t, 1, probs + s.scores_at(b, h), t, g, s.width(), 0, dqkv + v_at, ld, ctx.device);
+      }
+    }
+  }
+}
+
+FUSELAB_ATTENTION_KERNELS(FUSELAB_INSTANTIATE_CUDA)
+
+}  // namespace fuselab::kernels

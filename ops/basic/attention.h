@@ -1,0 +1,63 @@
+// Attention as basic ops, the path that materializes the probabilities (as PyTorch's math
+// attention does). After a QKV Linear (+ Bias) giving qkv [B, T, 3C] = [q | k | v], C = heads D:
+//
+//   AttentionScores(heads, causal)  s = q k^T / sqrt(D) per head   [B, H, T, T]
+//                                   (-inf above the diagonal when causal); qkv goes on as an
+//                                   extra output, for AttentionValues
+//   Softmax                         p = softmax(s) over the last dim
+//   Dropout                         (optional) on p
+//   AttentionValues(heads)          y = p v per head, heads side by side   [B, T, C]; qkv comes in
+//                                   as an extra input (a channel from AttentionScores)
+//
+// Backward: AttentionValues gives dp = dy v^T and, for its extra input, dv = p^T dy in qkv's v
+// columns; AttentionScores gives dq = ds k / sqrt(D) and dk = ds^T q / sqrt(D) in the q and k
+// columns and adds the grad of its extra output (dv). The math is in kernels/attention.h.
+#pragma once
+
+#include "kernels/attention.h"
+#include "ops/basic_op.h"
+
+namespace fuselab {
+
+struct AttentionScoresSaved {
+  Tensor qkv;
+};
+
+struct AttentionValuesSaved {
+  Tensor probs;
+  Tensor qkv;
+};
+
+// The sizes of an attention over qkv [B, T, 3C] with `heads` heads; throws naming `op` when qkv
+// is not of that shape.
+kernels::AttentionShape attention_shape(const std::string& op, const Tensor& qkv, int64_t heads);
+
+class AttentionScores : public BasicOp {
+ public:
+  bool has_cuda_kernels() const override { return true; }
+  AttentionScores(int64_t heads, bool causal);
+  int64_t heads() const { return heads_; }
+  bool causal() const { return causal_; }
+  int num_extra_outputs() const override { return 1; }
+  OpForward op_forward(OpContext& ctx, const Tensor& qkv, const std::vector<Tensor>&) override;
+  OpBackward op_backward(OpContext& ctx, const Tensor& dscores, const std::vector<Tensor>& grad_extra) override;
+
+ private:
+  int64_t heads_;
+  bool causal_;
+};
+
+class AttentionValues : public BasicOp {
+ public:
+  bool has_cuda_kernels() const override { return true; }
+  explicit AttentionValues(int64_t heads);
+  int64_t heads() const { return heads_; }
+  int num_extra_inputs() const override { return 1; }
+  OpForward op_forward(OpContext& ctx, const Tensor& probs, const std::vector<Tensor>& extra) override;
+  OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
+
+ private:
+  int64_t heads_;
+};
+
+}  // namespace fuselab
