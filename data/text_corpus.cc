@@ -14,8 +14,7 @@ std::string describe_paths(const std::vector<std::string>& paths) {
 }  // namespace
 
 DocumentSplit split_documents(const std::vector<std::string>& documents, int64_t validation_every) {
-  check(validation_every >= 2, "split_documents: validation_every must be at least 2 (1 leaves no training text), got ",
-        validation_every);
+  check(validation_every >= 1, "split_documents: validation_every must be at least 1, got ", validation_every);
   DocumentSplit split;
   for (size_t i = 0; i < documents.size(); ++i) {
     const bool validation = int64_t(i % size_t(validation_every)) == validation_every - 1;

@@ -155,7 +155,8 @@ TEST(TextCorpusErrors, NameTheFileThatIsMissingEmptyOrWithoutDocuments) {
 TEST(TextCorpusErrors, NameTheFilesWhenTheSplitLeavesAPartEmpty) {
   const std::string few = write_file("few_fortunes", "one\n%\ntwo\n%\nthree\n");
   expect_error([&] { load_text_corpus({few}); }, {few, "3 documents", "no validation text"});
-  expect_error([&] { load_text_corpus({few}, 1); }, {"validation_every", "no training text"});
+  expect_error([&] { load_text_corpus({few}, 1); }, {few, "3 documents", "no training text"});
+  expect_error([&] { split_documents({"one\n"}, 0); }, {"split_documents", "validation_every", "got 0"});
   expect_error([&] { WindowSampler(arange(10), 8, 5, 0); }, {"WindowSampler", "10 tokens", "batch of 8"});
 }
 
