@@ -16,6 +16,7 @@ packages=(
   libopenmpi-dev    # MPI for data-parallel training (distributed/)
   openmpi-bin       # mpirun
   wamerican         # /usr/share/dict/words, charlm's default data
+  fortunes          # /usr/share/games/fortunes, the running text of the character-level GPT (data/text_corpus.h)
 )
 
 missing=()
