@@ -13,6 +13,7 @@
 #include "kernels/dropout.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
+#include "kernels/flash_attention.h"
 #include "kernels/linear_epilogue.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
@@ -76,5 +77,6 @@ FUSELAB_SOFTMAX_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_SWIGLU_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_DROPOUT_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_EMBEDDING_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_FLASH_ATTENTION_KERNELS(FUSELAB_CUDA_STUB)
 
 }  // namespace fuselab::kernels
