@@ -7,6 +7,7 @@
 #include "ops/fused/backward_activation_bias.h"
 #include "ops/fused/backward_add_rmsnorm.h"
 #include "ops/fused/backward_linear_add.h"
+#include "ops/fused/flash_attention.h"
 #include "ops/fused/forward_conv_bias_activation.h"
 #include "ops/fused/forward_linear_bias_activation.h"
 #include "ops/fused/forward_linear_bias_add.h"
@@ -22,6 +23,7 @@ const bool kRegistered = [] {
       backward_linear_add_fusion(),
       backward_activation_bias_fusion(),
       backward_add_rmsnorm_fusion(),
+      flash_attention_fusion(),
   };
   for (const FusionDefinition& fusion : builtins) {
     switch (fusion.pass) {

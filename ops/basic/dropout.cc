@@ -13,12 +13,12 @@ Dropout::Dropout(double p, uint64_t seed) : BasicOp("Dropout"), p_(p), gen_(seed
 
 OpForward Dropout::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
   check_input(x, -1);
-  if (!ctx.training || p_ == 0) {
+  if (!drops(ctx.training)) {
     if (ctx.requires_backward()) ctx.save<DropoutSaved>();  // an undefined mask means identity
     return {x, {}};
   }
   Tensor mask = empty_like(x);
-  const uint64_t seed = gen_.next_u64();
+  const uint64_t seed = draw_seed();
   launch_floating("Dropout", x, [&](auto zero) {
     using T = decltype(zero);
     return kernels::DropoutMask<T>{seed, p_, mask.ptr<T>(), mask.numel()};

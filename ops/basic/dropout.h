@@ -18,6 +18,11 @@ class Dropout : public BasicOp {
   bool has_cuda_kernels() const override { return true; }
   explicit Dropout(double p, uint64_t seed = 0);
   double p() const { return p_; }
+  // Whether a forward in this mode drops anything (training and p > 0), and the seed of the next
+  // mask (kernels/dropout.h), drawn once per dropping forward. A fused op that applies the mask
+  // itself asks here, so fused and unfused draw the same masks in the same order.
+  bool drops(bool training) const { return training && p_ > 0; }
+  uint64_t draw_seed() { return gen_.next_u64(); }
 
   OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;

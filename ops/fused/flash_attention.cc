@@ -1,0 +1,114 @@
+#include "ops/fused/flash_attention.h"
+
+#include <cmath>
+
+#include "ops/basic/attention.h"
+#include "ops/basic/dropout.h"
+#include "ops/basic/softmax.h"
+#include "ops/fusion_pattern.h"
+#include "tensor/factories.h"
+#include "tensor/launch.h"
+#include "tensor/random.h"
+
+namespace fuselab {
+
+FlashAttention::FlashAttention(const OpList& ops) : FusedOp("FlashAttention", ops, Pass::ForwardBackward) {}
+
+FusedForward FlashAttention::fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& qkv,
+                                           const TensorLists&) {
+  AttentionScores& scores = op<AttentionScores>(0);
+  const size_t last = basic_ops().size() - 1;
+  scores.check_input(qkv, -1);
+  const kernels::AttentionShape s = attention_shape(describe(), qkv, scores.heads());
+  kernels::FlashDropout dropout;
+  if (last == 3 && op<Dropout>(2).drops(ctxs[2]->training)) dropout = {op<Dropout>(2).p(), op<Dropout>(2).draw_seed()};
+  Tensor y = empty({s.batch, s.tokens, s.width()}, qkv.dtype(), qkv.device());
+  Tensor lse = empty({s.batch, s.heads, s.tokens}, compute_dtype(qkv.dtype()), qkv.device());
+  const double scale = 1.0 / std::sqrt(double(s.head_dim));
+  launch_floating<WithBFloat16::Yes>("FlashAttention", qkv, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::FlashAttentionForward<T>{s,     qkv.ptr<T>(), y.ptr<T>(), lse.ptr<compute_t<T>>(), compute_t<T>(scale),
+                                             scores.causal(), dropout};
+  });
+  bool backward = false;
+  for (const OpContext* ctx : ctxs) backward |= ctx->requires_backward();
+  if (backward) ctxs[0]->save<FlashAttentionSaved>() = {qkv, y, lse, dropout};
+  TensorLists extra_outputs(basic_ops().size());
+  extra_outputs[0] = {qkv};  // AttentionScores passes qkv on
+  return {y, extra_outputs};
+}
+
+FusedBackward FlashAttention::fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
+                                             const TensorLists& grad_extra_outputs) {
+  const AttentionScores& scores = op<AttentionScores>(0);
+  const FlashAttentionSaved& saved = ctxs[0]->saved<FlashAttentionSaved>(describe());
+  const kernels::AttentionShape s = attention_shape(describe(), saved.qkv, scores.heads());
+  Tensor dqkv = empty_like(saved.qkv);
+  const double scale = 1.0 / std::sqrt(double(s.head_dim));
+  launch_floating<WithBFloat16::Yes>("FlashAttention backward", saved.qkv, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::FlashAttentionBackward<T>{s,
+                                              saved.qkv.ptr<T>(),
+                                              saved.output.ptr<T>(),
+                                              saved.lse.ptr<compute_t<T>>(),
+                                              dy.ptr<T>(),
+                                              ptr_or_null<T>(grad_extra_outputs[0].at(0)),
+                                              dqkv.ptr<T>(),
+                                              compute_t<T>(scale),
+                                              scores.causal(),
+                                              saved.dropout};
+  });
+  // AttentionValues' qkv comes from AttentionScores inside this op, so its dv is already in dqkv.
+  TensorLists grad_extra_inputs(basic_ops().size()), grad_params(basic_ops().size());
+  grad_extra_inputs.back() = {Tensor()};
+  return {dqkv, grad_extra_inputs, grad_params};
+}
+
+namespace {
+
+// AttentionValues must read the qkv that AttentionScores passes on (a channel between them), or
+// the fused op, which reads q, k and v from one tensor, would use the wrong values.
+PatternPredicate values_read_the_scores_qkv() {
+  return {"AttentionValues reads the qkv AttentionScores passes on", [](const PatternMatch& m, const FusionFacts&) {
+            const AttentionScores& scores = m.get<AttentionScores>(0);
+            const AttentionValues& values = m.get<AttentionValues>(3);
+            const std::string& out = scores.extra_output_channel(0);
+            return !out.empty() && out == values.extra_input_channel(0)
+                       ? std::string()
+                       : values.describe() + " reads channel '" + values.extra_input_channel(0) + "', " +
+                             scores.describe() + " writes '" + out + "'";
+          }};
+}
+
+// Both ops split the same number of heads out of qkv.
+PatternPredicate heads_agree() {
+  return {"the heads agree", [](const PatternMatch& m, const FusionFacts&) {
+            const int64_t a = m.get<AttentionScores>(0).heads(), b = m.get<AttentionValues>(3).heads();
+            return a == b ? std::string()
+                          : "AttentionScores has " + std::to_string(a) + " heads, AttentionValues " + std::to_string(b);
+          }};
+}
+
+}  // namespace
+
+// The example: qkv [batch, tokens, 3 heads head_dim] from rows and width, causal on odd rows, with
+// an inactive Dropout (p = 0: check_fusion runs fused and unfused one after the other, and an
+// active one would draw a new mask for each run; fused_ops_test checks dropout on twin models).
+FusionDefinition flash_attention_fusion() {
+  FusionPattern pattern{{slot<AttentionScores>(), slot<Softmax>(), optional_slot<Dropout>(), slot<AttentionValues>()},
+                        {values_read_the_scores_qkv(), heads_agree()},
+                        [](const OpList& ops) { return std::make_shared<FlashAttention>(ops); }};
+  return {"FlashAttention", Pass::ForwardBackward, fuse_pattern(std::move(pattern)),
+          [](int64_t rows, int64_t width, DType dtype, Generator& gen) {
+            const int64_t batch = 1 + rows % 2, tokens = 1 + rows % 37, heads = 1 + width % 2, head_dim = 1 + width % 5;
+            auto scores = std::make_shared<AttentionScores>(heads, rows % 2 == 1);
+            auto values = std::make_shared<AttentionValues>(heads);
+            scores->set_extra_output_channel(0, "qkv", false);
+            values->set_extra_input_channel(0, "qkv");
+            return FusionExample{{scores, std::make_shared<Softmax>(), std::make_shared<Dropout>(0.0), values},
+                                 uniform({batch, tokens, 3 * heads * head_dim}, -1, 1, dtype, &gen),
+                                 {}};
+          }};
+}
+
+}  // namespace fuselab

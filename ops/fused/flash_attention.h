@@ -1,0 +1,36 @@
+// FlashAttention: AttentionScores, Softmax, an optional Dropout and AttentionValues
+// (ops/basic/attention.h) as one joint forward-backward op. Its forward tiles over queries and
+// keys with an online softmax and never allocates the [B, H, T, T] scores or probabilities; it
+// saves qkv, the output and the per-row log-sum-exp only (FlashAttentionSaved, in the first op's
+// context), and its backward recomputes the probabilities tile by tile. Dropout, when present and
+// training, applies the Dropout op's own counter-based mask, drawn from that op's seed, so fused
+// and unfused agree exactly. The math is in kernels/flash_attention.h.
+#pragma once
+
+#include "kernels/flash_attention.h"
+#include "ops/fused_op.h"
+#include "ops/fusion.h"
+
+namespace fuselab {
+
+struct FlashAttentionSaved {
+  Tensor qkv;
+  Tensor output;
+  Tensor lse;  // [B, H, T], compute dtype
+  kernels::FlashDropout dropout;
+};
+
+class FlashAttention : public FusedOp {
+ public:
+  // ops: AttentionScores, Softmax, [Dropout], AttentionValues
+  explicit FlashAttention(const OpList& ops);
+  FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& qkv,
+                             const TensorLists& extra_inputs) override;
+  FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
+                               const TensorLists& grad_extra_outputs) override;
+};
+
+// The fusion that makes it: its pattern, with the reason for each predicate, and its example model.
+FusionDefinition flash_attention_fusion();
+
+}  // namespace fuselab
