@@ -1,0 +1,108 @@
+// The FlashAttention fusion: it fires on AttentionScores, Softmax, [Dropout], AttentionValues in
+// both passes; fused and unfused agree on the output and every grad (float64 to 1e-10, float32 to
+// 1e-5), causal and not, for sequence lengths that are not tile multiples, T = 1 and one head, in
+// eval and in training with dropout; and it never holds the [B, H, T, T] scores.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "autograd/functional.h"
+#include "fuser/sequential.h"
+#include "ops/basic/attention.h"
+#include "ops/basic/dropout.h"
+#include "ops/basic/softmax.h"
+#include "tensor/allocator.h"
+#include "tests/sequential_testing.h"
+
+namespace fuselab {
+namespace {
+
+using testing::random_tensor;
+
+struct Attention {
+  int64_t batch, tokens, heads, head_dim;
+  bool causal;
+  Shape qkv() const { return {batch, tokens, 3 * heads * head_dim}; }
+};
+
+// scores -> softmax -> dropout(p, seed) -> values, qkv on a hidden channel between the ends.
+Sequential attention(const Attention& a, double p, uint64_t seed) {
+  auto scores = std::make_shared<AttentionScores>(a.heads, a.causal);
+  auto values = std::make_shared<AttentionValues>(a.heads);
+  scores->set_extra_output_channel(0, "qkv", false);
+  values->set_extra_input_channel(0, "qkv");
+  return Sequential({scores, std::make_shared<Softmax>(), std::make_shared<Dropout>(p, seed), values});
+}
+
+TEST(FlashAttention, FiresInBothPasses) {
+  Sequential seq = attention({1, 4, 2, 3, true}, 0.1, 1);
+  const std::string fused = "FlashAttention(attentionscores0, softmax0, dropout0, attentionvalues0)";
+  EXPECT_EQ(seq.describe(), "forward: [" + fused + "]\nbackward: [" + fused + "]");
+}
+
+TEST(FlashAttention, DoesNotFuseValuesThatReadAnotherTensor) {
+  auto scores = std::make_shared<AttentionScores>(1, false);
+  Sequential seq({scores, std::make_shared<Softmax>(), std::make_shared<AttentionValues>(1)});
+  EXPECT_EQ(seq.describe().find("FlashAttention"), std::string::npos) << seq.describe();
+}
+
+// Twin models with the same dropout seed, one fused and one not, so that both draw the same masks.
+void expect_fused_matches_unfused(const Attention& a, DType dtype, bool training, double p) {
+  const double rtol = dtype == DType::Float64 ? 1e-10 : 1e-5, atol = dtype == DType::Float64 ? 1e-12 : 1e-5;
+  Sequential fused = attention(a, p, 42), unfused = attention(a, p, 42);
+  fused.to(dtype).train(training);
+  unfused.to(dtype).train(training).set_fusion_enabled(false);
+  const Tensor qkv = random_tensor(a.qkv(), dtype, 7);
+  for (int call = 0; call < 2; ++call) {  // the second call draws the next mask
+    const RunResult f = run_with_backward(fused, qkv, {}), u = run_with_backward(unfused, qkv, {});
+    testing::expect_runs_match(f, u, rtol, atol);
+  }
+}
+
+TEST(FlashAttention, MatchesUnfusedOnOutputAndGrads) {
+  for (const Attention& a : {Attention{2, 5, 2, 3, true}, Attention{2, 5, 2, 3, false}, Attention{1, 1, 1, 4, true},
+                             Attention{1, 100, 1, 8, true}, Attention{2, 70, 3, 5, false}}) {
+    for (DType dtype : {DType::Float64, DType::Float32}) {
+      for (bool training : {false, true}) {
+        SCOPED_TRACE("T " + std::to_string(a.tokens) + " heads " + std::to_string(a.heads) + " head_dim " +
+                     std::to_string(a.head_dim) + (a.causal ? " causal " : " ") + dtype_name(dtype) +
+                     (training ? " training" : " eval"));
+        expect_fused_matches_unfused(a, dtype, training, 0.25);
+      }
+    }
+  }
+}
+
+TEST(FlashAttention, GradientsMatchFiniteDifferences) {
+  for (bool causal : {true, false}) {
+    Sequential seq = attention({1, 6, 2, 2, causal}, 0.0, 1);
+    seq.to(DType::Float64);
+    std::string worst;
+    EXPECT_LT(sequential_gradient_error(seq, random_tensor({1, 6, 12}, DType::Float64, 3), {}, &worst), 1e-6)
+        << worst;
+  }
+}
+
+// The unfused path holds [B, H, T, T] scores and probabilities; the fused one must stay far below.
+TEST(FlashAttention, NeverHoldsTheScores) {
+  const Attention a{1, 256, 2, 8, true};
+  const size_t scores_bytes = size_t(a.batch * a.heads * a.tokens * a.tokens) * sizeof(float);
+  CachingAllocator& cpu = CachingAllocator::of(Device::cpu());
+  for (bool fused : {true, false}) {
+    Sequential seq = attention(a, 0.0, 1);
+    seq.set_fusion_enabled(fused);
+    const Tensor qkv = random_tensor(a.qkv(), DType::Float32, 2).set_requires_grad(true);
+    cpu.reset_peak();
+    const size_t before = cpu.stats().bytes_in_use;
+    backward(sum(seq(qkv)));
+    const size_t peak = cpu.stats().peak_bytes_in_use - before;
+    if (fused) {
+      EXPECT_LT(peak, scores_bytes / 2) << "fused peak " << peak;
+    } else {
+      EXPECT_GE(peak, scores_bytes) << "unfused peak " << peak;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fuselab
