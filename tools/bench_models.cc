@@ -5,9 +5,12 @@
 #include "examples/square_fusions.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
+#include "ops/basic/attention.h"
+#include "ops/basic/dropout.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
+#include "ops/basic/softmax.h"
 #include "tensor/factories.h"
 
 namespace fuselab::bench {
@@ -103,10 +106,36 @@ BenchModel custom_fusion() {
   return m;
 }
 
+// Attention alone on qkv [batch, tokens, 3 hidden] (requiring grad): AttentionScores, Softmax,
+// Dropout(0), AttentionValues, qkv on a channel; --hidden is heads x head_dim.
+BenchModel attention() {
+  BenchModel m{"attention", 256,
+               {{"batch", "attention: sequences per batch (--tokens is their length)", 4, {1, 1 << 16}},
+                {"heads", "attention: heads (--hidden must be a multiple)", 4, {1, 1024}},
+                {"causal", "attention: 1 for causal, 0 for not", 1, {0, 1}}},
+               nullptr, nullptr, nullptr};
+  m.build = [](const ModelSizes& s, Generator&) {
+    const int64_t heads = s.extra.at("heads");
+    check(s.hidden % heads == 0, "bench: --hidden ", s.hidden, " is not a multiple of --heads ", heads);
+    auto scores = std::make_shared<AttentionScores>(heads, s.extra.at("causal") == 1);
+    auto values = std::make_shared<AttentionValues>(heads);
+    scores->set_extra_output_channel(0, "qkv", false);
+    values->set_extra_input_channel(0, "qkv");
+    return Sequential({scores, std::make_shared<Softmax>(), std::make_shared<Dropout>(0.0), values});
+  };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    Tensor qkv = randn({s.extra.at("batch"), s.tokens, 3 * s.hidden}, dtype, &gen).to(device);
+    qkv.set_requires_grad(true);
+    return Batch{qkv, {}, sum_of_output};
+  };
+  return m;
+}
+
 }  // namespace
 
 const std::vector<BenchModel>& bench_models() {
-  static const std::vector<BenchModel> models{mlp_block(), norm_block(), charlm(), classify(), custom_fusion()};
+  static const std::vector<BenchModel> models{mlp_block(), norm_block(), charlm(), classify(), custom_fusion(),
+                                              attention()};
   return models;
 }
 

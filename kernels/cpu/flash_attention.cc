@@ -1,8 +1,7 @@
-// The CPU bodies of kernels/flash_attention.h. The forward runs one job per (batch, head, query
-// tile) in parallel: each key tile is read once per query tile and stays in cache while the
-// tile's rows use it. The backward runs one job per (batch, head), its rows in order, so dk and
-// dv sum in a fixed order: deterministic at any thread count. Sums and the softmax are in
-// compute_t<T> (float32 for bfloat16).
+// The CPU bodies of kernels/flash_attention.h, on tiles of 64 queries by 64 keys whose products
+// are OpenBLAS GEMMs in compute_t<T> (bfloat16 heads are widened to float32 once per job). The
+// forward runs one job per (batch, head, query tile) in parallel; the backward one job per
+// (batch, head), its tiles in a fixed order, so every sum is deterministic at any thread count.
 #include "kernels/flash_attention.h"
 
 #include <algorithm>
@@ -10,31 +9,23 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/activation_math.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/dropout_mask.h"
 
 namespace fuselab::kernels {
 namespace {
 
-constexpr int64_t kQueryTile = 32, kKeyTile = 64;
+constexpr int64_t kTile = 64;  // queries and keys per tile
 
+// Rows [from, to) of one head's q, k, v or y (rows of `ld` elements, the head at column 0 of
+// `x`), widened into a contiguous [to - from, d] buffer.
 template <class C, class T>
-C dot(const C* a, const T* b, int64_t n) {
-  C sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t e = 0; e < n; ++e) sum += a[e] * C(b[e]);
-  return sum;
-}
-
-template <class C, class T>
-void add_scaled(C* out, C alpha, const T* x, int64_t n) {
-#pragma omp simd
-  for (int64_t e = 0; e < n; ++e) out[e] += alpha * C(x[e]);
-}
-
-template <class C, class T>
-void widen(const T* x, int64_t n, C* out) {
-  for (int64_t e = 0; e < n; ++e) out[e] = C(x[e]);
+void widen_rows(const T* x, int64_t ld, int64_t from, int64_t to, int64_t d, C* out) {
+  for (int64_t i = from; i < to; ++i) {
+    for (int64_t e = 0; e < d; ++e) out[(i - from) * d + e] = C(x[i * ld + e]);
+  }
 }
 
 // z_ij: Dropout's scaled mask at the unfused probabilities' flat index, 1 without dropout.
@@ -43,50 +34,62 @@ C keep(const FlashDropout& dropout, int64_t flat) {
   return dropout.p > 0 ? dropout_scaled_mask<C>(dropout.seed, uint64_t(flat), dropout.p) : C(1);
 }
 
+// The keys j0 .. j0 + live - 1 of a tile of `cols` that query i sees.
+int64_t live_keys(bool causal, int64_t i, int64_t j0, int64_t cols) {
+  return causal ? std::clamp<int64_t>(i - j0 + 1, 0, cols) : cols;
+}
+
+// p[jj] *= z_ij over a row of the tile.
+template <class C>
+void apply_dropout(const FlashDropout& dropout, int64_t flat, C* p, int64_t cols) {
+  if (dropout.p == 0) return;
+  for (int64_t jj = 0; jj < cols; ++jj) p[jj] *= keep<C>(dropout, flat + jj);
+}
+
 }  // namespace
 
 template <class T>
 void FlashAttentionForward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
   const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row(), c = s.width();
-  const int64_t query_tiles = (t + kQueryTile - 1) / kQueryTile, jobs = s.batch * s.heads * query_tiles;
+  const int64_t tiles = (t + kTile - 1) / kTile, jobs = s.batch * s.heads * tiles;
 #pragma omp parallel for schedule(dynamic) if (jobs > 1 && t * t * d > cpu::kParallelGrain)
   for (int64_t job = 0; job < jobs; ++job) {
-    const int64_t b = job / (s.heads * query_tiles), h = job / query_tiles % s.heads;
-    const int64_t i0 = job % query_tiles * kQueryTile, i1 = std::min(t, i0 + kQueryTile), rows = i1 - i0;
+    const int64_t b = job / (s.heads * tiles), h = job / tiles % s.heads;
+    const int64_t i0 = job % tiles * kTile, i1 = std::min(t, i0 + kTile), rows = i1 - i0;
     const T* q = qkv + s.qkv_at(b, h);
-    const T* k = q + c;
-    const T* v = q + 2 * c;
-    std::vector<C> qi(size_t(rows * d)), acc(size_t(rows * d), C(0)), score(kKeyTile);
-    std::vector<C> m(size_t(rows), -std::numeric_limits<C>::infinity()), l(size_t(rows), C(0));
-    for (int64_t r = 0; r < rows; ++r) widen(q + (i0 + r) * ld, d, qi.data() + r * d);
-    const int64_t keys = causal ? i1 : t;  // causal: tiles past the last query row are skipped
-    for (int64_t j0 = 0; j0 < keys; j0 += kKeyTile) {
+    std::vector<C> qi(size_t(rows * d)), kj(size_t(kTile * d)), vj(size_t(kTile * d)), p(size_t(rows * kTile));
+    std::vector<C> o(size_t(rows * d), C(0)), m(size_t(rows), -std::numeric_limits<C>::infinity()), l(size_t(rows), C(0));
+    widen_rows(q, ld, i0, i1, d, qi.data());
+    for (int64_t j0 = 0; j0 < (causal ? i1 : t); j0 += kTile) {  // causal: later key tiles skipped
+      const int64_t j1 = std::min(t, j0 + kTile), cols = j1 - j0;
+      widen_rows(q + c, ld, j0, j1, d, kj.data());
+      widen_rows(q + 2 * c, ld, j0, j1, d, vj.data());
+      cpu::gemm<C>(false, true, rows, cols, d, scale, qi.data(), d, kj.data(), d, C(0), p.data(), cols);  // s
       for (int64_t r = 0; r < rows; ++r) {
-        const int64_t i = i0 + r, j1 = std::min(j0 + kKeyTile, causal ? i + 1 : t);
-        if (j1 <= j0) continue;
-        C* acc_i = acc.data() + r * d;
+        const int64_t i = i0 + r, live = live_keys(causal, i, j0, cols);
+        C* pr = p.data() + r * cols;
+        std::fill(pr + live, pr + cols, C(0));
+        if (live == 0) continue;  // this row sees none of the tile's keys
         C tile_max = -std::numeric_limits<C>::infinity();
-        for (int64_t j = j0; j < j1; ++j) {
-          score[size_t(j - j0)] = dot(qi.data() + r * d, k + j * ld, d) * scale;
-          tile_max = std::max(tile_max, score[size_t(j - j0)]);
+        for (int64_t jj = 0; jj < live; ++jj) tile_max = std::max(tile_max, pr[jj]);
+        const C m_new = std::max(m[size_t(r)], tile_max), correction = exp_approx(m[size_t(r)] - m_new);
+        C sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t jj = 0; jj < live; ++jj) {
+          pr[jj] = exp_approx(pr[jj] - m_new);
+          sum += pr[jj];
         }
-        const C m_new = std::max(m[size_t(r)], tile_max), correction = std::exp(m[size_t(r)] - m_new);
-        l[size_t(r)] *= correction;
-        for (int64_t e = 0; e < d; ++e) acc_i[e] *= correction;
-        const int64_t flat = ((b * s.heads + h) * t + i) * t;
-        for (int64_t j = j0; j < j1; ++j) {
-          const C p = std::exp(score[size_t(j - j0)] - m_new);
-          l[size_t(r)] += p;
-          const C pz = p * keep<C>(dropout, flat + j);
-          if (pz != C(0)) add_scaled(acc_i, pz, v + j * ld, d);
-        }
+        apply_dropout(dropout, ((b * s.heads + h) * t + i) * t + j0, pr, live);
+        l[size_t(r)] = l[size_t(r)] * correction + sum;
         m[size_t(r)] = m_new;
+        for (int64_t e = 0; e < d; ++e) o[size_t(r * d + e)] *= correction;
       }
+      cpu::gemm<C>(false, false, rows, d, cols, C(1), p.data(), cols, vj.data(), d, C(1), o.data(), d);  // o += p v
     }
     for (int64_t r = 0; r < rows; ++r) {
       T* y_i = y + s.output_at(b, h) + (i0 + r) * c;
-      for (int64_t e = 0; e < d; ++e) y_i[e] = T(acc[size_t(r * d + e)] / l[size_t(r)]);
+      for (int64_t e = 0; e < d; ++e) y_i[e] = T(o[size_t(r * d + e)] / l[size_t(r)]);
       lse[(b * s.heads + h) * t + i0 + r] = m[size_t(r)] + std::log(l[size_t(r)]);
     }
   }
@@ -101,39 +104,60 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
   for (int64_t job = 0; job < jobs; ++job) {
     const int64_t b = job / s.heads, h = job % s.heads;
     const T* q = qkv + s.qkv_at(b, h);
-    const T* k = q + c;
-    const T* v = q + 2 * c;
-    std::vector<C> dq(size_t(t * d), C(0)), dk(size_t(t * d), C(0)), dv(size_t(t * d), C(0));
-    std::vector<C> qi(static_cast<size_t>(d)), dyi(static_cast<size_t>(d));
+    const size_t head = size_t(t * d);
+    std::vector<C> qc(head), kc(head), vc(head), dyc(head), yc(head), dq(head, C(0)), dk(head, C(0)), dv(head, C(0));
+    widen_rows(q, ld, 0, t, d, qc.data());
+    widen_rows(q + c, ld, 0, t, d, kc.data());
+    widen_rows(q + 2 * c, ld, 0, t, d, vc.data());
+    widen_rows(dy + s.output_at(b, h), c, 0, t, d, dyc.data());
+    widen_rows(y + s.output_at(b, h), c, 0, t, d, yc.data());
+    std::vector<C> big_d(static_cast<size_t>(t));  // D_i = dy_i . y_i
     for (int64_t i = 0; i < t; ++i) {
-      widen(q + i * ld, d, qi.data());
-      widen(dy + s.output_at(b, h) + i * c, d, dyi.data());
-      const C big_d = dot(dyi.data(), y + s.output_at(b, h) + i * c, d);  // D_i = dy_i . y_i
-      const C lse_i = lse[(b * s.heads + h) * t + i];
-      const int64_t flat = ((b * s.heads + h) * t + i) * t;
-      for (int64_t j = 0; j < (causal ? i + 1 : t); ++j) {
-        const C p = std::exp(dot(qi.data(), k + j * ld, d) * scale - lse_i), z = keep<C>(dropout, flat + j);
-        const C ds = p * (z * dot(dyi.data(), v + j * ld, d) - big_d);
-        C* dv_j = dv.data() + j * d;
-        C* dk_j = dk.data() + j * d;
-        C* dq_i = dq.data() + i * d;
+      C sum = 0;
+      for (int64_t e = 0; e < d; ++e) sum += dyc[size_t(i * d + e)] * yc[size_t(i * d + e)];
+      big_d[size_t(i)] = sum;
+    }
+    std::vector<C> p(size_t(kTile * kTile)), dp(size_t(kTile * kTile));
+    for (int64_t j0 = 0; j0 < t; j0 += kTile) {
+      const int64_t j1 = std::min(t, j0 + kTile), cols = j1 - j0;
+      for (int64_t i0 = causal ? j0 / kTile * kTile : 0; i0 < t; i0 += kTile) {  // causal: earlier query tiles see none
+        const int64_t i1 = std::min(t, i0 + kTile), rows = i1 - i0;
+        const C* qi = qc.data() + i0 * d;
+        const C* dyi = dyc.data() + i0 * d;
+        cpu::gemm<C>(false, true, rows, cols, d, scale, qi, d, kc.data() + j0 * d, d, C(0), p.data(), cols);    // s
+        cpu::gemm<C>(false, true, rows, cols, d, C(1), dyi, d, vc.data() + j0 * d, d, C(0), dp.data(), cols);  // dy v^T
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t i = i0 + r, live = live_keys(causal, i, j0, cols);
+          const C lse_i = lse[(b * s.heads + h) * t + i], d_i = big_d[size_t(i)];
+          C* pr = p.data() + r * cols;  // s, then p, then p z (the dropped probabilities)
+          C* dsr = dp.data() + r * cols;  // dy v^T, then ds
 #pragma omp simd
-        for (int64_t e = 0; e < d; ++e) {
-          dv_j[e] += p * z * dyi[e];
-          dk_j[e] += ds * scale * qi[e];
-          dq_i[e] += ds * scale * C(k[j * ld + e]);
+          for (int64_t jj = 0; jj < live; ++jj) pr[jj] = exp_approx(pr[jj] - lse_i);
+          std::fill(pr + live, pr + cols, C(0));
+          if (dropout.p == 0) {
+#pragma omp simd
+            for (int64_t jj = 0; jj < cols; ++jj) dsr[jj] = pr[jj] * (dsr[jj] - d_i);
+          } else {
+            const int64_t flat = ((b * s.heads + h) * t + i) * t + j0;
+            for (int64_t jj = 0; jj < cols; ++jj) {
+              const C z = keep<C>(dropout, flat + jj);
+              dsr[jj] = pr[jj] * (z * dsr[jj] - d_i);
+              pr[jj] *= z;
+            }
+          }
         }
+        cpu::gemm<C>(true, false, cols, d, rows, C(1), p.data(), cols, dyi, d, C(1), dv.data() + j0 * d, d);    // dv += pz^T dy
+        cpu::gemm<C>(true, false, cols, d, rows, scale, dp.data(), cols, qi, d, C(1), dk.data() + j0 * d, d);   // dk += ds^T q
+        cpu::gemm<C>(false, false, rows, d, cols, scale, dp.data(), cols, kc.data() + j0 * d, d, C(1), dq.data() + i0 * d,
+                     d);                                                                                         // dq += ds k
       }
     }
     // dqkv = dqkv_out + [dq | dk | dv] in this head's columns.
     for (int64_t i = 0; i < t; ++i) {
-      const int64_t at = s.qkv_at(b, h) + i * ld;
       for (int64_t part = 0; part < 3; ++part) {
         const C* grad = (part == 0 ? dq : part == 1 ? dk : dv).data() + i * d;
-        for (int64_t e = 0; e < d; ++e) {
-          const int64_t x = at + part * c + e;
-          dqkv[x] = T((dqkv_out ? C(dqkv_out[x]) : C(0)) + grad[e]);
-        }
+        const int64_t at = s.qkv_at(b, h) + i * ld + part * c;
+        for (int64_t e = 0; e < d; ++e) dqkv[at + e] = T((dqkv_out ? C(dqkv_out[at + e]) : C(0)) + grad[e]);
       }
     }
   }
