@@ -1,13 +1,13 @@
-// The kernels/cuda API for builds without the CUDA toolkit (--config=cpu): no devices, and
-// every call that would need one throws. No CUDA tensor can exist in such a build, so the
-// kernels below are never reached through the tensor layer.
+// The kernels/cuda API and every kernel's cuda() body for builds without the CUDA toolkit
+// (--config=cpu): no devices, and every call that would need one throws. No CUDA tensor can exist
+// in such a build, so the kernels below are never reached through the tensor layer.
 #include <stdexcept>
 #include <string>
 
-#include "kernels/cuda/cast.h"
 #include "kernels/attention.h"
 #include "kernels/channel_bias.h"
 #include "kernels/conv2d.h"
+#include "kernels/cuda/cast.h"
 #include "kernels/cuda/device_api.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/dropout.h"
@@ -68,15 +68,15 @@ using cuda::unavailable;
 FUSELAB_ATTENTION_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_CHANNEL_BIAS_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_CONV2D_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_DROPOUT_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_ELEMENTWISE_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_EMBEDDING_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_FLASH_ATTENTION_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_LINEAR_EPILOGUE_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_MATMUL_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_NORM_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_OPTIMIZER_STEP_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_SOFTMAX_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_SWIGLU_KERNELS(FUSELAB_CUDA_STUB)
-FUSELAB_DROPOUT_KERNELS(FUSELAB_CUDA_STUB)
-FUSELAB_EMBEDDING_KERNELS(FUSELAB_CUDA_STUB)
-FUSELAB_FLASH_ATTENTION_KERNELS(FUSELAB_CUDA_STUB)
 
 }  // namespace fuselab::kernels
