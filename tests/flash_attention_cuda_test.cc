@@ -121,22 +121,6 @@ void expect_close(const Tensor& gpu, const std::vector<double>& want, double tol
   }
 }
 
-// launch() for a CUDA tensor: kernel.cuda() with the caching allocator's scratch, a failure
-// turned into fuselab::Error. launch() itself also instantiates kernel.cpu(), whose bodies
-// (kernels/cpu/flash_attention.cc) are written on another branch; once they are in, this can be
-// launch().
-template <class Kernel>
-void launch_on_cuda(const char* op, const Tensor& on, const Kernel& kernel) {
-  LaunchContext ctx(on.device());
-  try {
-    kernel.cuda(ctx);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    fail_in_kernel(op, on, e);
-  }
-}
-
 std::vector<double> values(const Tensor& t) { return t.to(DType::Float64).to_vector<double>(); }
 
 DType lse_dtype(DType dtype) { return dtype == DType::Float64 ? DType::Float64 : DType::Float32; }
@@ -162,11 +146,11 @@ void check(const Case& c, DType dtype, double tol) {
   const Tensor dqkv_out_gpu = c.with_dqkv_out ? dqkv_out.to(kGpu) : Tensor();
   const Tensor y = empty({B, T_, width}, dtype, kGpu), lse = empty({B, H, T_}, lse_dtype(dtype), kGpu);
   const kernels::FlashDropout dropout{c.dropout, seed};
-  launch_on_cuda("FlashAttention", qkv_gpu,
+  launch("FlashAttention", qkv_gpu,
          kernels::FlashAttentionForward<T>{shape, qkv_gpu.ptr<T>(), y.ptr<T>(), lse.ptr<C>(), C(scale), c.causal, dropout});
   auto backward = [&] {
     const Tensor dqkv = empty({B, T_, 3 * width}, dtype, kGpu);
-    launch_on_cuda("FlashAttention", qkv_gpu,
+    launch("FlashAttention", qkv_gpu,
            kernels::FlashAttentionBackward<T>{shape, qkv_gpu.ptr<T>(), y.ptr<T>(), lse.ptr<C>(), dy_gpu.ptr<T>(),
                                               ptr_or_null<T>(dqkv_out_gpu), dqkv.ptr<T>(), C(scale), c.causal,
                                               dropout});
@@ -225,14 +209,14 @@ TEST_F(FlashAttentionCuda, RefusesAHeadDimAboveTheMaximum) {
   const Tensor lse = zeros({1, 1, 4}, DType::Float32, kGpu), dqkv = zeros({1, 4, 3 * 129}, DType::Float32, kGpu);
   testing::expect_error(
       [&] {
-        launch_on_cuda("FlashAttention", qkv,
+        launch("FlashAttention", qkv,
                kernels::FlashAttentionForward<float>{shape, qkv.ptr<float>(), y.ptr<float>(), lse.ptr<float>(), 1.0f,
                                                      true, {}});
       },
       {"FlashAttention", "flash_attention_forward_kernel", "head_dim 129"});
   testing::expect_error(
       [&] {
-        launch_on_cuda("FlashAttention", qkv,
+        launch("FlashAttention", qkv,
                kernels::FlashAttentionBackward<float>{shape, qkv.ptr<float>(), y.ptr<float>(), lse.ptr<float>(),
                                                       y.ptr<float>(), nullptr, dqkv.ptr<float>(), 1.0f, false, {}});
       },
