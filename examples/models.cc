@@ -1,18 +1,25 @@
 // The example models' builders and batch makers (see models.h).
 #include "examples/models.h"
 
+#include <cmath>
 #include <string>
 
 #include "autograd/functional.h"
 #include "examples/square_fusions.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
+#include "ops/basic/attention.h"
+#include "ops/basic/bias.h"
 #include "ops/basic/constant_scale.h"
+#include "ops/basic/dropout.h"
 #include "ops/basic/embedding.h"
+#include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
+#include "ops/basic/position_embedding.h"
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
+#include "ops/basic/softmax.h"
 #include "tensor/factories.h"
 
 namespace fuselab::examples {
@@ -48,6 +55,65 @@ Batch charlm_batch(const CharLMConfig& c, int64_t rows, DType, Device device, Ge
   const Tensor contexts = randint({rows, c.context}, c.vocab, &gen).to(device);
   const Tensor next = randint({rows}, c.vocab, &gen).to(device);
   return {contexts, {}, [next](const SequentialOutput& out) { return cross_entropy(loss_input(out.output), next); }};
+}
+
+namespace {
+
+// A Linear (weight N(0, std^2)) and a zero Bias, as GPT-2 initializes them.
+std::vector<std::shared_ptr<BasicOp>> gpt_linear(int64_t in, int64_t out, double std, Generator& gen) {
+  auto linear = std::make_shared<Linear>(in, out, &gen);
+  linear->weight().set_data(normal({out, in}, 0, std, DType::Float32, &gen));
+  return {linear, std::make_shared<Bias>(out)};
+}
+
+// The ends of one residual branch: x goes on and into the channel, and comes back added.
+std::pair<std::shared_ptr<BasicOp>, std::shared_ptr<BasicOp>> residual(const std::string& channel) {
+  auto branch = std::make_shared<MakeExtraOutput>();
+  branch->set_extra_output_channel(0, channel, /*to_caller=*/false);
+  auto add = std::make_shared<AddExtraInput>();
+  add->set_extra_input_channel(0, channel);
+  return {branch, add};
+}
+
+}  // namespace
+
+Sequential gpt_model(const GptConfig& c, Generator& gen) {
+  check(c.heads > 0 && c.width % c.heads == 0, "gpt_model: width ", c.width, " must split evenly over ", c.heads,
+        " heads");
+  constexpr double kStd = 0.02;
+  const double projection_std = kStd / std::sqrt(2.0 * double(std::max<int64_t>(c.layers, 1)));
+  Sequential model;
+  auto tokens = std::make_shared<Embedding>(c.vocab, c.width, &gen);
+  tokens->table().set_data(normal({c.vocab, c.width}, 0, kStd, DType::Float32, &gen));
+  model.append(tokens).append(std::make_shared<PositionEmbedding>(c.context, c.width, kStd, &gen));
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const std::string n = std::to_string(l);
+    auto [attention_in, attention_out] = residual("attention_residual" + n);
+    auto scores = std::make_shared<AttentionScores>(c.heads, /*causal=*/true);
+    scores->set_extra_output_channel(0, "qkv" + n, /*to_caller=*/false);
+    auto values = std::make_shared<AttentionValues>(c.heads);
+    values->set_extra_input_channel(0, "qkv" + n);
+    model.append(attention_in).append(std::make_shared<LayerNorm>(c.width));
+    model.append(gpt_linear(c.width, 3 * c.width, kStd, gen));
+    model.append(scores).append(std::make_shared<Softmax>()).append(std::make_shared<Dropout>(c.dropout, gen.next_u64()));
+    model.append(values).append(gpt_linear(c.width, c.width, projection_std, gen)).append(attention_out);
+
+    auto [mlp_in, mlp_out] = residual("mlp_residual" + n);
+    model.append(mlp_in).append(std::make_shared<LayerNorm>(c.width));
+    model.append(gpt_linear(c.width, 4 * c.width, kStd, gen)).append(std::make_shared<GELU>());
+    model.append(gpt_linear(4 * c.width, c.width, projection_std, gen)).append(mlp_out);
+  }
+  model.append(std::make_shared<LayerNorm>(c.width)).append(gpt_linear(c.width, c.vocab, kStd, gen));
+  return model;
+}
+
+Batch gpt_batch(const GptConfig& c, int64_t rows, DType, Device device, Generator& gen) {
+  const Tensor ids = randint({rows, c.context}, c.vocab, &gen).to(device);
+  const Tensor next = randint({rows * c.context}, c.vocab, &gen).to(device);
+  const int64_t vocab = c.vocab;
+  return {ids, {}, [next, vocab](const SequentialOutput& out) {
+            return cross_entropy(reshape(loss_input(out.output), {-1, vocab}), next);
+          }};
 }
 
 Sequential classify_model(const ClassifyConfig& c, Generator& gen) {

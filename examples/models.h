@@ -36,6 +36,29 @@ Sequential charlm_model(const CharLMConfig& config, Generator& gen);
 // Character ids [rows, context] (int64, of any dtype asked); cross entropy against random next ids.
 Batch charlm_batch(const CharLMConfig& config, int64_t rows, DType dtype, Device device, Generator& gen);
 
+// gpt (examples/gpt.cc): a character-level GPT (Radford et al., 2019) over [batch, T] token ids,
+// T <= context, giving the logits of the next token at every position, [batch, T, vocab]:
+//   Embedding, PositionEmbedding,
+//   layers x [MakeExtraOutput, LayerNorm, Linear, Bias (width -> 3 width: qkv),
+//             AttentionScores(heads, causal), Softmax, Dropout, AttentionValues(heads),
+//             Linear, Bias, AddExtraInput,
+//             MakeExtraOutput, LayerNorm, Linear, Bias, GELU (width -> 4 width), Linear, Bias, AddExtraInput],
+//   LayerNorm, Linear, Bias (width -> vocab)
+// Pre-norm blocks: each residual goes through a channel from its MakeExtraOutput to its
+// AddExtraInput, and qkv from AttentionScores to AttentionValues, so the model takes no extra
+// inputs. GPT-2's initialization: every weight and both embeddings N(0, 0.02^2), the two
+// projections that end a residual branch N(0, (0.02 / sqrt(2 layers))^2), biases 0, LayerNorms 1
+// and 0. The vocabulary's default is the fortunes corpus's (docs/training_programs.md).
+struct GptConfig {
+  int64_t vocab = 112;
+  int64_t context = 64, width = 128, layers = 3, heads = 4;
+  double dropout = 0;  // on the attention probabilities
+};
+Sequential gpt_model(const GptConfig& config, Generator& gen);
+// Token ids [rows, context] (int64, of any dtype asked); cross entropy of the logits viewed as
+// [rows context, vocab] against random next ids, as the example trains.
+Batch gpt_batch(const GptConfig& config, int64_t rows, DType dtype, Device device, Generator& gen);
+
 // classify (examples/classify.cc): an MLP classifier of two hidden layers,
 //   Linear, Bias, GELU, Linear, Bias, GELU, Linear, Bias  ->  logits
 // The defaults are the shape of examples/data/blobs.csv: 4 features, 3 classes.

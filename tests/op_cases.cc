@@ -24,6 +24,7 @@
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
+#include "ops/basic/position_embedding.h"
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
 #include "ops/basic/softmax.h"
@@ -197,6 +198,11 @@ void basic_op_cases(const Add& add) {
   add(op("Reshape").input({2, 6}).named("to_3_by_any").bfloat16().runs(basic<Reshape>(Shape{3, -1})));
   add(op("Embedding").ids({6}, 4).input({4, 3}).runs(basic<Embedding>(4, 3)));
   add(op("Embedding").ids({300, 8}, 27).input({27, 300}).runs(basic<Embedding>(27, 300)));
+  // x [batch, T, width] and the table [context, width]: T below the context (the rows past T get
+  // no grad), T equal to it, and more than 256 rows for the column sums.
+  add(op("PositionEmbedding").input({2, 3, 4}).input({5, 4}).named("short").bfloat16().runs(basic<PositionEmbedding>(5, 4)));
+  add(op("PositionEmbedding").input({2, 5, 4}).input({5, 4}).bfloat16().runs(basic<PositionEmbedding>(5, 4)));
+  add(op("PositionEmbedding").input({300, 3, 7}).input({3, 7}).bfloat16().runs(basic<PositionEmbedding>(3, 7)));
   for (const Shape& s : {Shape{3, 7}, Shape{2, 3, 5, 5}, Shape{37, 257}}) add(op("Softmax").input(s, -3, 3).runs(basic<Softmax>()));
   // qkv [batch, tokens, 3 heads head_dim]: two heads, T = 1, one head, T not a multiple of a
   // vector width, a longer sequence.
@@ -254,6 +260,7 @@ void empty_cases(const Add& add) {
   add(op("SwiGLU").input({0, 6}).runs(basic<SwiGLU>()));
   add(op("Dropout").input({0, 6}).runs(basic<Dropout>(0.3, uint64_t(11))));
   add(op("Embedding").ids({0}, 4).input({4, 3}).runs(basic<Embedding>(4, 3)));
+  add(op("PositionEmbedding").input({0, 3, 4}).input({5, 4}).bfloat16().runs(basic<PositionEmbedding>(5, 4)));
   add(op("embedding").input({5, 3}).ids({0}, 5).runs(binary(embedding)));
   add(op("ChannelBias").input({0, 3, 4}).input({3}).runs(basic<ChannelBias>(3)));
 }

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# gpt learns: after a short run of a small GPT on Debian's fortunes its validation loss is below
+# the unigram baseline (predicting every character from its frequency alone) by a clear margin.
+# Skips, saying so, where the fortunes package is not installed.
+set -euo pipefail
+gpt="$1"
+shift
+if [ ! -d /usr/share/games/fortunes ]; then
+  echo "SKIP: /usr/share/games/fortunes is missing (apt-get install fortunes)"
+  exit 0
+fi
+out="${TEST_TMPDIR:-$(mktemp -d)}/gpt_out.txt"
+"$gpt" "$@" > "$out"
+line=$(grep "^validation loss" "$out")
+echo "$line"
+# "validation loss 2.6540 (unigram baseline 3.3172) after 100 steps, ..."
+echo "$line" | awk '{ val = $3; base = $6 + 0; margin = base - val;
+  if (margin < 0.4) { printf "FAIL: validation loss %s is not 0.4 below the unigram baseline %s\n", val, base; exit 1 }
+  printf "PASS: validation loss %s is %.3f below the unigram baseline\n", val, margin }'
+grep -q "^sampled text" "$out"
