@@ -23,8 +23,8 @@
 //
 // With --checkpoint the state is saved every --checkpoint-every steps and at the end of the run;
 // --resume continues from that checkpoint, which must exist, and the run then matches an
-// uninterrupted one exactly: the window sampler and each Dropout's generator are replayed to the
-// checkpoint's step.
+// uninterrupted one exactly: the window sampler is replayed to the checkpoint's step and each
+// Dropout skips the masks the steps before it drew.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -41,6 +41,7 @@
 #include "examples/models.h"
 #include "examples/output_file.h"
 #include "fuser/sequential.h"
+#include "ops/basic/dropout.h"
 #include "kernels/cuda/device_api.h"
 #include "optim/adamw.h"
 #include "optim/anomaly.h"
@@ -176,13 +177,11 @@ int run(Config c) {
     check(std::filesystem::exists(checkpoint_file), "gpt: --resume, but there is no checkpoint ", checkpoint_file);
     start = load_checkpoint(checkpoint_file, model.named_parameters(), optimizer);
     check(start <= c.steps, "gpt: checkpoint ", checkpoint_file, " is at step ", start, ", past --steps=", c.steps);
-    // Both are deterministic: replay the sampler's windows, and one training forward per step
-    // (of one token, with no grad) draws each Dropout's seed for the step as training did.
+    // Both are deterministic: replay the sampler's windows, and skip the mask each Dropout drew
+    // in each training step before this one.
     for (int64_t s = 0; s < start; ++s) batches.next();
-    if (c.model.dropout > 0) {
-      NoGradGuard no_grad;
-      const Tensor one = zeros({1, 1}, DType::Int64).to(device);
-      for (int64_t s = 0; s < start; ++s) model(one);
+    for (const auto& op : model.ops()) {
+      if (auto* dropout = dynamic_cast<Dropout*>(op.get())) dropout->skip_masks(start);
     }
     std::printf("resumed from %s at step %lld\n", checkpoint_file.c_str(), (long long)start);
   }

@@ -12,7 +12,7 @@ dir="${TEST_TMPDIR:-$(mktemp -d)}"
 common=(--steps=30 --batch=8 --context=16 --width=32 --heads=2 --layers=2 --dropout=0.1 --seed=5 --sample=0 --val-tokens=2000)
 "$gpt" "${common[@]}" --loss-log="$dir/fused.txt" > "$dir/fused_out.txt"
 "$gpt" "${common[@]}" --no-fusion --loss-log="$dir/unfused.txt" > "$dir/unfused_out.txt"
-for fusion in ForwardLinearBiasAdd ForwardLinearBiasActivation BackwardActivationBias; do
+for fusion in ForwardLinearBiasAdd ForwardLinearBiasActivation BackwardActivationBias FlashAttention; do
   grep -q "$fusion(" "$dir/fused_out.txt" || { echo "FAIL: $fusion did not fire"; exit 1; }
   ! grep -q "$fusion(" "$dir/unfused_out.txt" || { echo "FAIL: $fusion fired with --no-fusion"; exit 1; }
 done

@@ -106,6 +106,28 @@ BenchModel custom_fusion() {
   return m;
 }
 
+examples::GptConfig gpt_config(const ModelSizes& s) {
+  examples::GptConfig c;
+  c.width = s.hidden, c.context = s.extra.at("gpt-context"), c.layers = s.extra.at("layers"),
+  c.heads = s.extra.at("gpt-heads");
+  return c;
+}
+
+// --tokens windows of --gpt-context characters each.
+BenchModel gpt() {
+  const examples::GptConfig d;
+  BenchModel m{"gpt", d.width,
+               {{"gpt-context", "gpt: characters of context", d.context, {1, 4096}},
+                {"layers", "gpt: transformer blocks", d.layers, {1, 64}},
+                {"gpt-heads", "gpt: attention heads (--hidden must be a multiple)", d.heads, {1, 1024}}},
+               nullptr, nullptr, nullptr};
+  m.build = [](const ModelSizes& s, Generator& gen) { return examples::gpt_model(gpt_config(s), gen); };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    return examples::gpt_batch(gpt_config(s), s.tokens, dtype, device, gen);
+  };
+  return m;
+}
+
 // Attention alone on qkv [batch, tokens, 3 hidden] (requiring grad): AttentionScores, Softmax,
 // Dropout(0), AttentionValues, qkv on a channel; --hidden is heads x head_dim.
 BenchModel attention() {
@@ -135,7 +157,7 @@ BenchModel attention() {
 
 const std::vector<BenchModel>& bench_models() {
   static const std::vector<BenchModel> models{mlp_block(), norm_block(), charlm(), classify(), custom_fusion(),
-                                              attention()};
+                                              gpt(),           attention()};
   return models;
 }
 

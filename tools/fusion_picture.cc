@@ -3,14 +3,17 @@
 //
 //   bazel run //tools:fusion_picture -- mlp_block | dot -Tsvg -o docs/img/mlp_block_fusion.svg
 //   bazel run //tools:fusion_picture -- residual_block | dot -Tsvg -o docs/img/residual_block_fusion.svg
+//   bazel run //tools:fusion_picture -- gpt | dot -Tsvg -o docs/img/gpt_fusion.svg
 //
 // Models (the sizes do not change the fusion):
 //   mlp_block       tools/bench.cc's: Linear, Bias, GELU, Linear, Bias, AddExtraInput, RMSNorm
 //   residual_block  examples/charlm.cc's: MakeExtraOutput, RMSNorm, Linear, Bias, GELU, Linear,
 //                   Bias, AddExtraInput, the residual passed from the first to the last
+//   gpt             examples/gpt.cc's model with one block (examples/models.h)
 #include <cstdio>
 #include <string>
 
+#include "examples/models.h"
 #include "fuser/sequential.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
@@ -38,14 +41,20 @@ Sequential build(const std::string& model, int64_t h) {
     seq.append(std::make_shared<GELU>()).append(linear_with_bias(2 * h, h)).append(add);
     return seq;
   }
-  fail("fusion_picture: unknown model ", model, " (mlp_block or residual_block)");
+  if (model == "gpt") {
+    examples::GptConfig c;
+    c.layers = 1;
+    Generator gen(1);
+    return examples::gpt_model(c, gen);
+  }
+  fail("fusion_picture: unknown model ", model, " (mlp_block, residual_block or gpt)");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: fusion_picture mlp_block|residual_block\n");
+    std::fprintf(stderr, "usage: fusion_picture mlp_block|residual_block|gpt\n");
     return 2;
   }
   try {

@@ -23,6 +23,10 @@ class Dropout : public BasicOp {
   // itself asks here, so fused and unfused draw the same masks in the same order.
   bool drops(bool training) const { return training && p_ > 0; }
   uint64_t draw_seed() { return gen_.next_u64(); }
+  // Skips the next `masks` seeds: a run resumed at step n skips the masks steps 0 .. n-1 drew.
+  void skip_masks(int64_t masks) {
+    for (int64_t i = 0; i < masks; ++i) draw_seed();
+  }
 
   OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
