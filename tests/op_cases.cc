@@ -62,7 +62,10 @@ const Shapes kRowShapes = {{1, 1}, {7, 1000}, {300, 4099}, {70000, 3}};
 
 // float32 sums over many rows (a bias grad, the grad of a broadcast operand) drift from float64
 // by more than 1e-5 of the sum past about 10000 rows.
-double float32_tolerance(const Shape& shape) { return shape[0] > 10000 ? 1e-4 : 1e-5; }
+// A float32 sum over the rows (a bias or norm weight grad) drifts from float64 with the row count:
+// over 300 rows by up to 1.4e-5, over 70000 by up to 2.2e-5 in some summation orders (the ASan
+// build, whose loops are not vectorized, sums in another order than the optimized one).
+double float32_tolerance(const Shape& shape) { return shape[0] > 10000 ? 1e-4 : shape[0] > 100 ? 3e-5 : 1e-5; }
 
 void matmul_cases(const Add& add) {
   add(op("matmul").input({3, 4}).input({4, 5}).bfloat16().runs(binary(matmul)));
