@@ -1,14 +1,27 @@
-"""PyTorch peer of //tools:bench for the bench's own blocks (mlp_block, norm_block): the same
-shapes, timed the same way (warm-up, then medians over --iters), written with the same JSON
-fields. Eager PyTorch fills the unfused_* fields; torch.compile (PyTorch 2.0 and later) fills the
-fused_* fields, which are null without it.
+"""PyTorch peer of //tools:bench for the bench's own blocks (mlp_block, norm_block) and attention:
+the same shapes, timed the same way (warm-up, then medians over --iters, forward under no_grad,
+forward + backward from out.sum()), written with the same JSON fields. Eager PyTorch fills the
+unfused_* fields; torch.compile (PyTorch 2.0 and later) fills the fused_* fields, which are null
+without it (or when compiling fails: compile_error then holds why).
 
     python3 bench/peers/pytorch_bench.py --model mlp_block --tokens 4096 --hidden 256 --threads 1 --json out.json
+    python3 bench/peers/pytorch_bench.py --model attention --batch 4 --heads 4 --tokens 1024 --hidden 256 --causal 1 --threads 1
+
+--model attention mirrors `//tools:bench --model attention`: qkv [batch, tokens, 3 hidden] =
+[q | k | v] requiring grad, --heads heads of dim hidden / heads, loss out.sum(), out [B, T, C].
+It times three variants on the same qkv:
+  unfused_*  eager math attention: q k^T / sqrt(d), masked_fill(-inf) above the diagonal when
+             --causal 1, softmax, dropout(0), p @ v
+  sdpa_*     F.scaled_dot_product_attention(q, k, v, is_causal=...) (null before PyTorch 2.0)
+  fused_*    torch.compile of the math version (null, with compile_error, if it fails)
+speedup_fwd_bwd is unfused / fused as for the blocks; sdpa_speedup_fwd_bwd is unfused / sdpa.
+sizes holds {"batch", "causal", "heads"} as the bench writes them.
 
 Needs PyTorch (Debian's python3-torch 1.13, or pip); no FuseLab build or test needs it.
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -60,6 +73,39 @@ class NormBlock(torch.nn.Module):
         return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight, h
 
 
+class MathAttention(torch.nn.Module):
+    """Eager attention over qkv [B, T, 3C] = [q | k | v]: softmax(q k^T / sqrt(d)) v per head."""
+
+    def __init__(self, heads, causal):
+        super().__init__()
+        self.heads, self.causal = heads, causal
+
+    def split(self, qkv):
+        b, t, c3 = qkv.shape
+        return qkv.view(b, t, 3, self.heads, c3 // (3 * self.heads)).permute(2, 0, 3, 1, 4).unbind(0)
+
+    def merge(self, y):
+        b, h, t, d = y.shape
+        return y.transpose(1, 2).reshape(b, t, h * d)
+
+    def forward(self, qkv, _):
+        q, k, v = self.split(qkv)
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if self.causal:
+            t = s.shape[-1]
+            s = s.masked_fill(torch.ones(t, t, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+        p = F.dropout(torch.softmax(s, dim=-1), 0.0)
+        return self.merge(p @ v), None
+
+
+class SdpaAttention(MathAttention):
+    """The same attention through F.scaled_dot_product_attention."""
+
+    def forward(self, qkv, _):
+        q, k, v = self.split(qkv)
+        return self.merge(F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)), None
+
+
 def time_ms(fn, device):
     start = time.perf_counter()
     fn()
@@ -70,9 +116,12 @@ def time_ms(fn, device):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="mlp_block", choices=["mlp_block", "norm_block"])
+    parser.add_argument("--model", default="mlp_block", choices=["mlp_block", "norm_block", "attention"])
     parser.add_argument("--tokens", type=int, default=4096)
     parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--batch", type=int, default=4, help="attention: sequences per batch")
+    parser.add_argument("--heads", type=int, default=4, help="attention: heads (--hidden a multiple)")
+    parser.add_argument("--causal", type=int, default=1, choices=[0, 1], help="attention: 1 for causal")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -86,10 +135,19 @@ def main():
     if args.device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False  # float32 GEMMs, as FuseLab's default
     dtype = getattr(torch, args.dtype)
-    eager = (MlpBlock if args.model == "mlp_block" else NormBlock)(args.hidden).to(args.device, dtype)
-    x = torch.randn(args.tokens, args.hidden, device=args.device, dtype=dtype, requires_grad=True)
-    residual = x if args.model == "mlp_block" else torch.randn(
-        args.tokens, args.hidden, device=args.device, dtype=dtype, requires_grad=True)
+    sizes = {}
+    if args.model == "attention":
+        if args.hidden % args.heads:
+            parser.error(f"--hidden {args.hidden} is not a multiple of --heads {args.heads}")
+        sizes = {"batch": args.batch, "causal": args.causal, "heads": args.heads}
+        eager = MathAttention(args.heads, bool(args.causal))
+        x = torch.randn(args.batch, args.tokens, 3 * args.hidden, device=args.device, dtype=dtype, requires_grad=True)
+        residual = None
+    else:
+        eager = (MlpBlock if args.model == "mlp_block" else NormBlock)(args.hidden).to(args.device, dtype)
+        x = torch.randn(args.tokens, args.hidden, device=args.device, dtype=dtype, requires_grad=True)
+        residual = x if args.model == "mlp_block" else torch.randn(
+            args.tokens, args.hidden, device=args.device, dtype=dtype, requires_grad=True)
 
     def measure(model):
         def forward():
@@ -100,10 +158,12 @@ def main():
             out, _ = model(x, residual)
             out.sum().backward()
             x.grad = None
-            residual.grad = None
+            if residual is not None:
+                residual.grad = None
             model.zero_grad(set_to_none=True)
 
-        for _ in range(3):
+        for _ in range(3):  # both, so torch.compile builds its no_grad graph before the timing too
+            forward()
             forward_backward()
         fwd, fwd_bwd = [], []
         for _ in range(args.iters):
@@ -112,18 +172,33 @@ def main():
         return statistics.median(fwd), statistics.median(fwd_bwd)
 
     unfused_fwd, unfused_fwd_bwd = measure(eager)
+    sdpa_fwd = sdpa_fwd_bwd = None
+    if args.model == "attention" and hasattr(F, "scaled_dot_product_attention"):
+        sdpa_fwd, sdpa_fwd_bwd = measure(SdpaAttention(args.heads, bool(args.causal)))
     fused_fwd = fused_fwd_bwd = None
+    compile_error = None if hasattr(torch, "compile") else f"torch {torch.__version__} has no torch.compile"
     if hasattr(torch, "compile"):
-        fused_fwd, fused_fwd_bwd = measure(torch.compile(eager))
+        try:
+            fused_fwd, fused_fwd_bwd = measure(torch.compile(eager))
+        except Exception as e:  # e.g. no C++ compiler for inductor's CPU code
+            compile_error = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
     result = {
         "model": args.model, "device": args.device, "dtype": args.dtype, "tokens": args.tokens, "hidden": args.hidden,
-        "sizes": {},  # the bench's blocks have no size flags of their own
+        "sizes": sizes,  # the bench's blocks have no size flags of their own
         "fused_fwd_ms": fused_fwd, "unfused_fwd_ms": unfused_fwd,
         "fused_fwd_bwd_ms": fused_fwd_bwd, "unfused_fwd_bwd_ms": unfused_fwd_bwd,
         "speedup_fwd_bwd": unfused_fwd_bwd / fused_fwd_bwd if fused_fwd_bwd else None,
         "fused_peak_bytes": None, "unfused_peak_bytes": None,
         "peer": f"pytorch {torch.__version__}", "threads": torch.get_num_threads(),
     }
+    if args.model == "attention":
+        result.update({
+            "sdpa_fwd_ms": sdpa_fwd, "sdpa_fwd_bwd_ms": sdpa_fwd_bwd,
+            "sdpa_speedup_fwd_bwd": unfused_fwd_bwd / sdpa_fwd_bwd if sdpa_fwd_bwd else None,
+            "compile_error": compile_error,
+        })
+    elif compile_error:
+        result["compile_error"] = compile_error
     print(json.dumps(result))
     if args.json:
         with open(args.json, "w") as f:
