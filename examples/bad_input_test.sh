@@ -9,20 +9,7 @@ words="$3"
 dir="${TEST_TMPDIR:-$(mktemp -d)}/bad_input"
 rm -rf "$dir" && mkdir -p "$dir/empty" "$dir/folder/charlm.safetensors"
 small=(--data="$words" --steps=20 --batch=32 --hidden=32 --embed=8 --blocks=1)
-failures=0 cases=0
-
-expect_error() {
-  local says="$1"
-  shift
-  cases=$((cases + 1))
-  local out rc
-  out=$(timeout 60 "$@" 2>&1 >/dev/null)
-  rc=$?
-  if [ "$rc" -eq 0 ] || [ "$rc" -ge 124 ] || ! grep -qF -- "$says" <<<"$out"; then
-    echo "FAIL (exit $rc): $* -- expected an error saying '$says', got: $out"
-    failures=$((failures + 1))
-  fi
-}
+source "$(dirname "$0")/expect_error.sh"
 
 # A real checkpoint at step 20, and copies with its metadata step edited in place (same length).
 "$charlm" "${small[@]}" --checkpoint="$dir/good" >/dev/null || { echo "FAIL: the reference run failed"; exit 1; }

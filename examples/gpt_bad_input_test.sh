@@ -8,20 +8,7 @@ gpt="$1"
 dir="${TEST_TMPDIR:-$(mktemp -d)}/gpt_bad_input"
 rm -rf "$dir" && mkdir -p "$dir/empty" "$dir/folder/gpt.safetensors"
 small=(--steps=4 --batch=4 --context=8 --width=16 --heads=2 --layers=1 --sample=0 --val-tokens=200)
-failures=0 cases=0
-
-expect_error() {
-  local says="$1"
-  shift
-  cases=$((cases + 1))
-  local out rc
-  out=$(timeout 60 "$@" 2>&1 >/dev/null)
-  rc=$?
-  if [ "$rc" -eq 0 ] || [ "$rc" -ge 124 ] || ! grep -qF -- "$says" <<<"$out"; then
-    echo "FAIL (exit $rc): $* -- expected an error saying '$says', got: $out"
-    failures=$((failures + 1))
-  fi
-}
+source "$(dirname "$0")/expect_error.sh"
 
 expect_error "--steps: '1e3' is not an integer" "$gpt" "${small[@]}" --steps 1e3
 expect_error "--steps: 0 is outside" "$gpt" "${small[@]}" --steps 0

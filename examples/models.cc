@@ -11,7 +11,6 @@
 #include "ops/basic/attention.h"
 #include "ops/basic/bias.h"
 #include "ops/basic/constant_scale.h"
-#include "ops/basic/dropout.h"
 #include "ops/basic/embedding.h"
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
@@ -19,7 +18,6 @@
 #include "ops/basic/position_embedding.h"
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
-#include "ops/basic/softmax.h"
 #include "tensor/factories.h"
 
 namespace fuselab::examples {
@@ -89,14 +87,10 @@ Sequential gpt_model(const GptConfig& c, Generator& gen) {
   for (int64_t l = 0; l < c.layers; ++l) {
     const std::string n = std::to_string(l);
     auto [attention_in, attention_out] = residual("attention_residual" + n);
-    auto scores = std::make_shared<AttentionScores>(c.heads, /*causal=*/true);
-    scores->set_extra_output_channel(0, "qkv" + n, /*to_caller=*/false);
-    auto values = std::make_shared<AttentionValues>(c.heads);
-    values->set_extra_input_channel(0, "qkv" + n);
     model.append(attention_in).append(std::make_shared<LayerNorm>(c.width));
     model.append(gpt_linear(c.width, 3 * c.width, kStd, gen));
-    model.append(scores).append(std::make_shared<Softmax>()).append(std::make_shared<Dropout>(c.dropout, gen.next_u64()));
-    model.append(values).append(gpt_linear(c.width, c.width, projection_std, gen)).append(attention_out);
+    model.append(attention_ops(c.heads, /*causal=*/true, c.dropout, gen.next_u64(), "qkv" + n));
+    model.append(gpt_linear(c.width, c.width, projection_std, gen)).append(attention_out);
 
     auto [mlp_in, mlp_out] = residual("mlp_residual" + n);
     model.append(mlp_in).append(std::make_shared<LayerNorm>(c.width));

@@ -9,7 +9,6 @@
 #include "autograd/functional.h"
 #include "fuser/sequential.h"
 #include "ops/basic/attention.h"
-#include "ops/basic/dropout.h"
 #include "ops/basic/softmax.h"
 #include "tensor/allocator.h"
 #include "tests/sequential_testing.h"
@@ -27,11 +26,7 @@ struct Attention {
 
 // scores -> softmax -> dropout(p, seed) -> values, qkv on a hidden channel between the ends.
 Sequential attention(const Attention& a, double p, uint64_t seed) {
-  auto scores = std::make_shared<AttentionScores>(a.heads, a.causal);
-  auto values = std::make_shared<AttentionValues>(a.heads);
-  scores->set_extra_output_channel(0, "qkv", false);
-  values->set_extra_input_channel(0, "qkv");
-  return Sequential({scores, std::make_shared<Softmax>(), std::make_shared<Dropout>(p, seed), values});
+  return Sequential(attention_ops(a.heads, a.causal, p, seed));
 }
 
 TEST(FlashAttention, FiresInBothPasses) {

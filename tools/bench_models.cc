@@ -6,11 +6,9 @@
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/attention.h"
-#include "ops/basic/dropout.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
-#include "ops/basic/softmax.h"
 #include "tensor/factories.h"
 
 namespace fuselab::bench {
@@ -139,11 +137,7 @@ BenchModel attention() {
   m.build = [](const ModelSizes& s, Generator&) {
     const int64_t heads = s.extra.at("heads");
     check(s.hidden % heads == 0, "bench: --hidden ", s.hidden, " is not a multiple of --heads ", heads);
-    auto scores = std::make_shared<AttentionScores>(heads, s.extra.at("causal") == 1);
-    auto values = std::make_shared<AttentionValues>(heads);
-    scores->set_extra_output_channel(0, "qkv", false);
-    values->set_extra_input_channel(0, "qkv");
-    return Sequential({scores, std::make_shared<Softmax>(), std::make_shared<Dropout>(0.0), values});
+    return Sequential(attention_ops(heads, s.extra.at("causal") == 1, 0.0, 0));
   };
   m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
     Tensor qkv = randn({s.extra.at("batch"), s.tokens, 3 * s.hidden}, dtype, &gen).to(device);

@@ -83,7 +83,7 @@ void SumBroadcast<T>::cpu(KernelContext&) const {
 
 template <class T>
 void Scale<T>::cpu(KernelContext&) const {
-  const T* x = this->x;  // locals: the loop vectorizes only over what it can prove unaliased
+  const T* x = this->x;  // the fields as locals, as the other loops here read them
   T* out = this->out;
   const compute_t<T> alpha = this->alpha;
 #pragma omp parallel for simd if (parallel : n > kParallelGrain)

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "ops/basic/dropout.h"
+#include "ops/basic/softmax.h"
 #include "tensor/factories.h"
 #include "tensor/launch.h"
 
@@ -87,6 +89,15 @@ OpBackward AttentionValues::op_backward(OpContext& ctx, const Tensor& dy, const 
                                                dy.ptr<T>(), ptr_or_null<T>(dprobs), ptr_or_null<T>(dqkv)};
   });
   return {dprobs, {dqkv}, {}};
+}
+
+std::vector<std::shared_ptr<BasicOp>> attention_ops(int64_t heads, bool causal, double dropout, uint64_t seed,
+                                                    const std::string& channel) {
+  auto scores = std::make_shared<AttentionScores>(heads, causal);
+  auto values = std::make_shared<AttentionValues>(heads);
+  scores->set_extra_output_channel(0, channel, /*to_caller=*/false);
+  values->set_extra_input_channel(0, channel);
+  return {scores, std::make_shared<Softmax>(), std::make_shared<Dropout>(dropout, seed), values};
 }
 
 }  // namespace fuselab

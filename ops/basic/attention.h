@@ -14,6 +14,10 @@
 // columns and adds the grad of its extra output (dv). The math is in kernels/attention.h.
 #pragma once
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "kernels/attention.h"
 #include "ops/basic_op.h"
 
@@ -59,5 +63,11 @@ class AttentionValues : public BasicOp {
  private:
   int64_t heads_;
 };
+
+// The chain as a model writes it: AttentionScores(heads, causal), Softmax, Dropout(dropout,
+// seed), AttentionValues(heads), with qkv passed on the hidden channel `channel` (each chain of
+// one Sequential needs a name of its own). FlashAttention fuses exactly this chain.
+std::vector<std::shared_ptr<BasicOp>> attention_ops(int64_t heads, bool causal, double dropout, uint64_t seed,
+                                                    const std::string& channel = "qkv");
 
 }  // namespace fuselab

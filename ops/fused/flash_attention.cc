@@ -101,11 +101,7 @@ FusionDefinition flash_attention_fusion() {
   return {"FlashAttention", Pass::ForwardBackward, fuse_pattern(std::move(pattern)),
           [](int64_t rows, int64_t width, DType dtype, Generator& gen) {
             const int64_t batch = 1 + rows % 2, tokens = 1 + rows % 37, heads = 1 + width % 2, head_dim = 1 + width % 5;
-            auto scores = std::make_shared<AttentionScores>(heads, rows % 2 == 1);
-            auto values = std::make_shared<AttentionValues>(heads);
-            scores->set_extra_output_channel(0, "qkv", false);
-            values->set_extra_input_channel(0, "qkv");
-            return FusionExample{{scores, std::make_shared<Softmax>(), std::make_shared<Dropout>(0.0), values},
+            return FusionExample{attention_ops(heads, rows % 2 == 1, 0.0, 0),
                                  uniform({batch, tokens, 3 * heads * head_dim}, -1, 1, dtype, &gen),
                                  {}};
           }};
