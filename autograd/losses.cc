@@ -18,14 +18,14 @@ Tensor softmax_like(const char* name, const Tensor& x, bool log) {
   check(x.dim() >= 1, name, ": needs at least one dim, got shape ", x.shape());
   const int64_t rows = math::rows_of(x), cols = x.size(-1);
   Tensor y = empty_like(x);
-  launch_floating(name, x, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>(name, x, [&](auto zero) {
     using T = decltype(zero);
     return kernels::SoftmaxForward<T>{x.ptr<T>(), y.ptr<T>(), rows, cols, log};
   });
   return record(name, {x}, y, [name, y = y.detach(), log, rows, cols](const auto& grads, const auto&) {
     const Tensor& dy = grads[0];
     Tensor dx = empty_like(y);
-    launch_floating(name, y, [&](auto zero) {
+    launch_floating<WithBFloat16::Yes>(name, y, [&](auto zero) {
       using T = decltype(zero);
       return kernels::SoftmaxBackward<T>{y.ptr<T>(), dy.ptr<T>(), dx.ptr<T>(), rows, cols, log};
     });

@@ -7,7 +7,9 @@
 //   cross-entropy:         loss_r = lse(x_r) - x_r[label_r];  dx_r = (softmax(x_r) - onehot) * grad_scale
 //
 // Rows whose label is ignore_index get loss 0 and dx 0; the caller checks that the other labels
-// are in range. Kernels: kernels/cpu/softmax.cc and kernels/cuda/softmax.cu (one block per row).
+// are in range. Softmax and log-softmax take bfloat16 rows too, computed in float32 (compute_t);
+// cross-entropy takes float32 and float64. Kernels: kernels/cpu/softmax.cc and
+// kernels/cuda/softmax.cu (one block per row).
 #pragma once
 
 #include <cstdint>
@@ -56,10 +58,10 @@ struct CrossEntropyBackward {
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
-#define FUSELAB_SOFTMAX_KERNELS(X)             \
-  X(SoftmaxForward, FUSELAB_FLOAT_DOUBLE)      \
-  X(SoftmaxBackward, FUSELAB_FLOAT_DOUBLE)     \
-  X(CrossEntropyForward, FUSELAB_FLOAT_DOUBLE) \
+#define FUSELAB_SOFTMAX_KERNELS(X)                  \
+  X(SoftmaxForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)  \
+  X(SoftmaxBackward, FUSELAB_FLOAT_DOUBLE_BFLOAT16) \
+  X(CrossEntropyForward, FUSELAB_FLOAT_DOUBLE)      \
   X(CrossEntropyBackward, FUSELAB_FLOAT_DOUBLE)
 
 }  // namespace fuselab::kernels

@@ -1,7 +1,7 @@
 // The FlashAttention fusion: it fires on AttentionScores, Softmax, [Dropout], AttentionValues in
 // both passes; fused and unfused agree on the output and every grad (float64 to 1e-10, float32 to
 // 1e-5), causal and not, for sequence lengths that are not tile multiples, T = 1 and one head, in
-// eval and in training with dropout; and it never holds the [B, H, T, T] scores.
+// eval and in training with dropout; bfloat16 follows float32; and it never holds the [B, H, T, T] scores.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -65,6 +65,22 @@ TEST(FlashAttention, MatchesUnfusedOnOutputAndGrads) {
         expect_fused_matches_unfused(a, dtype, training, 0.25);
       }
     }
+  }
+}
+
+// In bfloat16 the unfused path rounds the probabilities to bfloat16 and the fused one keeps them in
+// float32, so both are held to the float32 run on the same rounded qkv, loosely.
+TEST(FlashAttention, BFloat16FollowsFloat32) {
+  for (const Attention& a : {Attention{2, 37, 2, 16, true}, Attention{1, 70, 3, 8, false}}) {
+    Sequential reference = attention(a, 0.0, 1), fused = attention(a, 0.0, 1), unfused = attention(a, 0.0, 1);
+    reference.to(DType::Float32).set_fusion_enabled(false);
+    fused.to(DType::BFloat16);
+    unfused.to(DType::BFloat16).set_fusion_enabled(false);
+    const Tensor qkv = random_tensor(a.qkv(), DType::BFloat16, 7);
+    const RunResult expected = run_with_backward(reference, qkv.to(DType::Float32), {});
+    SCOPED_TRACE("T " + std::to_string(a.tokens) + (a.causal ? " causal" : ""));
+    testing::expect_runs_match(run_with_backward(fused, qkv, {}), expected, 3e-2, 3e-2);
+    testing::expect_runs_match(run_with_backward(unfused, qkv, {}), expected, 3e-2, 3e-2);
   }
 }
 

@@ -138,8 +138,10 @@ void reduction_cases(const Add& add) {
     }
   }
   for (const auto& [name, fn] : Named<Unary>{{"softmax", softmax}, {"log_softmax", log_softmax}}) {
-    add(op(name).input({3, 5}, -4, 4).runs(unary(fn)));
-    for (const Shape& s : {Shape{1, 1}, Shape{37, 29}, Shape{300, 1000}}) add(op(name).input(s, -3, 3).runs(unary(fn)));
+    add(op(name).input({3, 5}, -4, 4).bfloat16().runs(unary(fn)));
+    for (const Shape& s : {Shape{1, 1}, Shape{37, 29}, Shape{300, 1000}}) {
+      add(op(name).input(s, -3, 3).bfloat16().runs(unary(fn)));
+    }
   }
 }
 
@@ -206,7 +208,7 @@ void basic_op_cases(const Add& add) {
   add(op("PositionEmbedding").input({2, 3, 4}).input({5, 4}).named("short").bfloat16().runs(basic<PositionEmbedding>(5, 4)));
   add(op("PositionEmbedding").input({2, 5, 4}).input({5, 4}).bfloat16().runs(basic<PositionEmbedding>(5, 4)));
   add(op("PositionEmbedding").input({300, 3, 7}).input({3, 7}).bfloat16().runs(basic<PositionEmbedding>(3, 7)));
-  for (const Shape& s : {Shape{3, 7}, Shape{2, 3, 5, 5}, Shape{37, 257}}) add(op("Softmax").input(s, -3, 3).runs(basic<Softmax>()));
+  for (const Shape& s : {Shape{3, 7}, Shape{2, 3, 5, 5}, Shape{37, 257}}) add(op("Softmax").input(s, -3, 3).bfloat16().runs(basic<Softmax>()));
   // qkv [batch, tokens, 3 heads head_dim]: two heads, T = 1, one head, T not a multiple of a
   // vector width, a longer sequence.
   struct Attention {
@@ -215,7 +217,7 @@ void basic_op_cases(const Add& add) {
   for (const Attention a : {Attention{2, 5, 2, 3}, Attention{1, 1, 1, 4}, Attention{1, 7, 1, 2}, Attention{2, 67, 3, 8}}) {
     const Shape qkv{a.batch, a.tokens, 3 * a.heads * a.head_dim}, probs{a.batch, a.heads, a.tokens, a.tokens};
     add(op("AttentionScores").input(qkv).bfloat16().runs(basic<AttentionScores>(a.heads, false)));
-    add(op("AttentionScores").input(qkv).named("causal_then_softmax").runs(causal_probabilities(a.heads)));
+    add(op("AttentionScores").input(qkv).named("causal_then_softmax").bfloat16().runs(causal_probabilities(a.heads)));
     add(op("AttentionValues").input(probs, 0, 1).input(qkv).bfloat16().runs(basic<AttentionValues>(a.heads)));
   }
 }
@@ -252,7 +254,7 @@ void empty_cases(const Add& add) {
   add(op("sum").input({0, 3}).bfloat16().runs(unary(sum)));
   add(op("sum_last_dim").input({0, 3}).runs(unary(sum_last_dim)));
   add(op("transpose").input({0, 3}).runs(unary(transpose)));
-  add(op("softmax").input({0, 5}).runs(unary(softmax)));
+  add(op("softmax").input({0, 5}).bfloat16().runs(unary(softmax)));
   add(op("matmul").input({0, 4}).input({4, 5}).bfloat16().runs(binary(matmul)));
   add(op("matmul").input({3, 0}).input({0, 5}).bfloat16().runs(binary(matmul)));
   add(op("mse").input({0, 3}).input({0, 3}).runs(binary(mse)));

@@ -10,12 +10,14 @@ namespace fuselab::kernels {
 using namespace cpu;  // threading.h
 namespace {
 
+// In compute_t<T>: float32 for bfloat16 rows.
 template <class T>
-T log_sum_exp(const T* x, int64_t cols) {
-  T m = x[0];
-  for (int64_t j = 1; j < cols; ++j) m = std::max(m, x[j]);
-  T total = 0;
-  for (int64_t j = 0; j < cols; ++j) total += std::exp(x[j] - m);
+compute_t<T> log_sum_exp(const T* x, int64_t cols) {
+  using C = compute_t<T>;
+  C m = C(x[0]);
+  for (int64_t j = 1; j < cols; ++j) m = std::max(m, C(x[j]));
+  C total = 0;
+  for (int64_t j = 0; j < cols; ++j) total += std::exp(C(x[j]) - m);
   return m + std::log(total);
 }
 
@@ -23,38 +25,40 @@ T log_sum_exp(const T* x, int64_t cols) {
 
 template <class T>
 void SoftmaxForward<T>::cpu(KernelContext&) const {
+  using C = compute_t<T>;
 #pragma omp parallel for if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
     T* yr = y + r * cols;
-    const T lse = log_sum_exp(xr, cols);
+    const C lse = log_sum_exp(xr, cols);
     if (log) {
 #pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) yr[j] = xr[j] - lse;
+      for (int64_t j = 0; j < cols; ++j) yr[j] = T(C(xr[j]) - lse);
     } else {
-      for (int64_t j = 0; j < cols; ++j) yr[j] = std::exp(xr[j] - lse);
+      for (int64_t j = 0; j < cols; ++j) yr[j] = T(std::exp(C(xr[j]) - lse));
     }
   }
 }
 
 template <class T>
 void SoftmaxBackward<T>::cpu(KernelContext&) const {
+  using C = compute_t<T>;
 #pragma omp parallel for if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const T* yr = y + r * cols;
     const T* dyr = dy + r * cols;
     T* dxr = dx + r * cols;
     if (log) {
-      T total = 0;
+      C total = 0;
 #pragma omp simd reduction(+ : total)
-      for (int64_t j = 0; j < cols; ++j) total += dyr[j];
-      for (int64_t j = 0; j < cols; ++j) dxr[j] = dyr[j] - std::exp(yr[j]) * total;
+      for (int64_t j = 0; j < cols; ++j) total += C(dyr[j]);
+      for (int64_t j = 0; j < cols; ++j) dxr[j] = T(C(dyr[j]) - std::exp(C(yr[j])) * total);
     } else {
-      T dot = 0;
+      C dot = 0;
 #pragma omp simd reduction(+ : dot)
-      for (int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
+      for (int64_t j = 0; j < cols; ++j) dot += C(dyr[j]) * C(yr[j]);
 #pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) dxr[j] = yr[j] * (dyr[j] - dot);
+      for (int64_t j = 0; j < cols; ++j) dxr[j] = T(C(yr[j]) * (C(dyr[j]) - dot));
     }
   }
 }

@@ -9,39 +9,44 @@
 namespace fuselab::kernels::cuda {
 namespace {
 
-// lse of the block's row xr, for every thread of the block.
-template <class T>
-__device__ T row_log_sum_exp(const T* xr, int64_t cols, T* shared) {
-  T m = -T(FLT_MAX);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = xr[j] > m ? xr[j] : m;
-  m = block_reduce(m, Max{}, -T(FLT_MAX), shared);
-  T total = T(0);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) total += exp(xr[j] - m);
+// lse of the block's row xr, for every thread of the block, in C = compute_t<T>
+// (float32 for bfloat16 rows).
+template <class T, class C = compute_t<T>>
+__device__ C row_log_sum_exp(const T* xr, int64_t cols, C* shared) {
+  C m = -C(FLT_MAX);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = C(xr[j]) > m ? C(xr[j]) : m;
+  m = block_reduce(m, Max{}, -C(FLT_MAX), shared);
+  C total = C(0);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) total += exp(C(xr[j]) - m);
   return m + log(block_sum(total, shared));
 }
 
 template <class T>
 __global__ void softmax_forward_kernel(const T* x, T* y, int64_t cols, bool log_output) {
-  __shared__ T shared[32];
+  using C = compute_t<T>;
+  __shared__ C shared[32];
   const int64_t offset = blockIdx.x * cols;
-  const T lse = row_log_sum_exp(x + offset, cols, shared);
+  const C lse = row_log_sum_exp(x + offset, cols, shared);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    y[offset + j] = log_output ? x[offset + j] - lse : exp(x[offset + j] - lse);
+    const C xj = C(x[offset + j]);
+    y[offset + j] = T(log_output ? xj - lse : exp(xj - lse));
   }
 }
 
 template <class T>
 __global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, int64_t cols, bool log_output) {
-  __shared__ T shared[32];
+  using C = compute_t<T>;
+  __shared__ C shared[32];
   const int64_t offset = blockIdx.x * cols;
-  T sum = T(0);  // sum_j dy_j (log-softmax) or sum_j dy_j y_j (softmax)
+  C sum = C(0);  // sum_j dy_j (log-softmax) or sum_j dy_j y_j (softmax)
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    sum += log_output ? dy[offset + j] : dy[offset + j] * y[offset + j];
+    sum += log_output ? C(dy[offset + j]) : C(dy[offset + j]) * C(y[offset + j]);
   }
   sum = block_sum(sum, shared);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     const int64_t i = offset + j;
-    dx[i] = log_output ? dy[i] - exp(y[i]) * sum : y[i] * (dy[i] - sum);
+    const C yi = C(y[i]), dyi = C(dy[i]);
+    dx[i] = T(log_output ? dyi - exp(yi) * sum : yi * (dyi - sum));
   }
 }
 
@@ -106,8 +111,8 @@ template <class T>
 void CrossEntropyBackward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
   use_device(ctx.device);
-  cross_entropy_backward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, grad_scale, dx, cols,
-                                                                         ignore_index);
+  cross_entropy_backward_kernel<T>
+      <<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, grad_scale, dx, cols, ignore_index);
   check_launch("cross_entropy_backward_kernel");
 }
 
