@@ -164,12 +164,11 @@ std::optional<FusionFacts> OperationFuser::last_facts() {
 }
 
 // What one call keeps for its backward: the lists it ran with, one context per basic op, and
-// the shapes needed to stand in zeros for grads nobody produced.
+// the output's shape, to stand in zeros for its grad when nobody produced one.
 struct OperationFuser::CallState {
   std::shared_ptr<const Program> program;
   std::shared_ptr<const FusedLists> lists;
   std::vector<OpContext> ctxs;
-  std::vector<std::vector<Shape>> extra_output_shapes;
   // [op][slot]: whether backward must give that extra input a grad (its source requires one).
   std::vector<std::vector<bool>> extra_inputs_require_grad;
   Shape output_shape;
@@ -342,12 +341,7 @@ Tensor OperationFuser::run_forward(CallState& state, const Tensor& input, const 
     }
     FusedForward result = forward.ops[k]->fuser_forward(ctxs, x, extra_in);
     check_forward_result(result, *forward.ops[k], cover, ops, plan);
-    for (size_t c = 0; c < cover.size(); ++c) {
-      for (const Tensor& value : result.extra_outputs[c]) {
-        state.extra_output_shapes[cover[c]].push_back(value.defined() ? value.shape() : Shape{});
-      }
-      extra_values[cover[c]] = std::move(result.extra_outputs[c]);
-    }
+    for (size_t c = 0; c < cover.size(); ++c) extra_values[cover[c]] = std::move(result.extra_outputs[c]);
     x = result.output;
   }
   return x;
@@ -370,7 +364,6 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   state->device = input.device();
   state->lists = lists({state->device, state->dtype, training, record}, fuse);
   state->ctxs.resize(ops.size());
-  state->extra_output_shapes.resize(ops.size());
   set_grad_requirements(state->ctxs, state->extra_inputs_require_grad, ops, plan, input, extra_inputs, record,
                         training);
 
@@ -433,15 +426,9 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
       reached_input = false;
       break;
     }
+    // Undefined where no consumer produced a grad: zero, which the op takes as such.
     TensorLists grad_extra_outputs(cover.size());
-    for (size_t c = 0; c < cover.size(); ++c) {
-      const size_t i = cover[c];
-      for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
-        const Tensor& g = extra_output_grads[i][s];
-        const Shape& shape = state.extra_output_shapes[i][s];
-        grad_extra_outputs[c].push_back(g.defined() ? g : zeros(shape, state.dtype, state.device));
-      }
-    }
+    for (size_t c = 0; c < cover.size(); ++c) grad_extra_outputs[c] = extra_output_grads[cover[c]];
 
     FusedBackward result = backward.ops[k]->fuser_backward(ctxs, dy, grad_extra_outputs);
     check_backward_result(result, *backward.ops[k], cover, ops, state.ctxs[cover.front()].input_requires_grad);

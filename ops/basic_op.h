@@ -62,6 +62,7 @@ class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
   void check_input(const Tensor& x, int64_t features) const;
 
   virtual OpForward op_forward(OpContext& ctx, const Tensor& input, const std::vector<Tensor>& extra_inputs) = 0;
+  // grad_extra_outputs[s] is undefined, meaning zero, when nothing used extra output s.
   virtual OpBackward op_backward(OpContext& ctx, const Tensor& grad_output,
                                  const std::vector<Tensor>& grad_extra_outputs) = 0;
 

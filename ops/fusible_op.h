@@ -54,7 +54,8 @@ class FusibleOp {
   // same fused op is undefined, and the fused op wires it itself.
   virtual FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& input,
                                      const TensorLists& extra_inputs) = 0;
-  // grad_extra_outputs[i] holds the grads of basic op i's extra outputs (zeros when unused).
+  // grad_extra_outputs[i] holds the grads of basic op i's extra outputs, undefined (zero) where
+  // nothing used that output or its consumer lies inside this same fused op.
   virtual FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& grad_output,
                                        const TensorLists& grad_extra_outputs) = 0;
 };

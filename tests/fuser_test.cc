@@ -332,6 +332,22 @@ TEST(FuserExecution, NothingIsHeldAfterBackward) {
   EXPECT_EQ(cpu.stats().bytes_in_use, baseline);
 }
 
+// A branch the loss never reads has no grad: the ops take it as zero, fused (BackwardLinearAdd)
+// or not, and the result is the grad of the main path alone.
+TEST(FuserExecution, AnUnusedExtraOutputContributesNoGrad) {
+  for (bool fused : {true, false}) {
+    auto linear = std::make_shared<Linear>(5, 3);
+    Sequential seq({std::make_shared<MakeExtraOutput>(), linear});
+    seq.to(DType::Float64).set_fusion_enabled(fused);
+    Tensor x = random_tensor({4, 5}, DType::Float64, 2).set_requires_grad(true);
+    backward(sum(seq(x, {}).output));
+    Tensor expected = x.detach().set_requires_grad(true);
+    backward(sum(matmul(expected, transpose(linear->weight().detach()))));
+    testing::expect_runs_match({{}, {x.grad()}, {linear->weight().grad()}},
+                               {{}, {expected.grad()}, {linear->weight().grad()}}, 1e-12, 1e-12);
+  }
+}
+
 TEST(FuserExecution, GradsFlowOnlyWhereRequired) {
   Sequential seq({std::make_shared<Linear>(3, 3), std::make_shared<Bias>(3), std::make_shared<ReLU>()});
   seq.parameters()[0].set_requires_grad(false);

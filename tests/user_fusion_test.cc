@@ -117,7 +117,7 @@ class CustomBackwardLinearAdd : public FusedOp {
                                const TensorLists& grad_extra_outputs) override {
     const LinearSaved& saved = ctxs[1]->saved<LinearSaved>("CustomBackwardLinearAdd");
     Tensor dx = Linear::input_grad(dy, saved.weight, saved.input.shape());
-    math::add_(dx, grad_extra_outputs[0][0]);
+    if (grad_extra_outputs[0][0].defined()) math::add_(dx, grad_extra_outputs[0][0]);  // undefined: zero
     return {dx, TensorLists(2), {{}, {Linear::weight_grad(dy, saved.input)}}};
   }
 };

@@ -18,7 +18,8 @@ class MakeExtraOutput : public BasicOp {
     return {x, {x}};
   }
   OpBackward op_backward(OpContext&, const Tensor& dy, const std::vector<Tensor>& grad_extra) override {
-    return {math::binary(math::BinaryOp::Add, dy, grad_extra.at(0)), {}, {}};
+    const Tensor& de = grad_extra.at(0);  // undefined when the branch was not used
+    return {de.defined() ? math::binary(math::BinaryOp::Add, dy, de) : dy, {}, {}};
   }
 };
 

@@ -16,7 +16,8 @@ FusedBackward BackwardLinearAdd::fuser_backward(const std::vector<OpContext*>& c
   Tensor dx;
   if (ctxs[0]->input_requires_grad) {
     // dx = dy W + de, with the branch's grad de as the GEMM's C (beta = 1): no separate add pass.
-    const Tensor de_rows = grad_extra_outputs[0].at(0).view({-1, linear.in_features()});
+    const Tensor& de = grad_extra_outputs[0].at(0);  // undefined (zero) when the branch was unused
+    const Tensor de_rows = de.defined() ? de.view({-1, linear.in_features()}) : Tensor();
     dx = math::matmul(dy.view({-1, dy.size(-1)}), false, saved.weight, false, de_rows).view(saved.input.shape());
   }
   Tensor dw = ctxs[1]->params_require_grad.at(0) ? Linear::weight_grad(dy, saved.input) : Tensor();
