@@ -6,6 +6,7 @@ without it (or when compiling fails: compile_error then holds why).
 
     python3 bench/peers/pytorch_bench.py --model mlp_block --tokens 4096 --hidden 256 --threads 1 --json out.json
     python3 bench/peers/pytorch_bench.py --model attention --batch 4 --heads 4 --tokens 1024 --hidden 256 --causal 1 --threads 1
+    python3 bench/peers/pytorch_bench.py --model gpt --tokens 32 --hidden 128 --threads 2
 
 --model attention mirrors `//tools:bench --model attention`: qkv [batch, tokens, 3 hidden] =
 [q | k | v] requiring grad, --heads heads of dim hidden / heads, loss out.sum(), out [B, T, C].
@@ -16,6 +17,13 @@ It times three variants on the same qkv:
   fused_*    torch.compile of the math version (null, with compile_error, if it fails)
 speedup_fwd_bwd is unfused / fused as for the blocks; sdpa_speedup_fwd_bwd is unfused / sdpa.
 sizes holds {"batch", "causal", "heads"} as the bench writes them.
+
+--model gpt mirrors `//tools:bench --model gpt` (examples/models.cc's gpt_model): --tokens windows
+of --gpt-context token ids, token + learned position embeddings, --layers pre-norm blocks
+(LayerNorm, QKV Linear, causal attention, projection + residual, LayerNorm, Linear, GELU-tanh,
+Linear + residual), final LayerNorm and LM head over a vocabulary of 112, loss the cross-entropy
+against random next ids. unfused_* is eager with math attention, sdpa_* eager with
+F.scaled_dot_product_attention, fused_* torch.compile of the math version.
 
 Needs PyTorch (Debian's python3-torch 1.13, or pip); no FuseLab build or test needs it.
 """
@@ -106,6 +114,36 @@ class SdpaAttention(MathAttention):
         return self.merge(F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)), None
 
 
+class GptBlock(torch.nn.Module):
+    """x + proj(attention(qkv(LN(x)))), then x + fc2(GELU(fc1(LN(x))))."""
+
+    def __init__(self, width, heads, attention):
+        super().__init__()
+        self.ln1, self.ln2 = torch.nn.LayerNorm(width), torch.nn.LayerNorm(width)
+        self.qkv, self.proj = torch.nn.Linear(width, 3 * width), torch.nn.Linear(width, width)
+        self.fc1, self.fc2 = torch.nn.Linear(width, 4 * width), torch.nn.Linear(4 * width, width)
+        self.attention = attention(heads, True)
+
+    def forward(self, x):
+        x = x + self.proj(self.attention(self.qkv(self.ln1(x)), None)[0])
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+
+class Gpt(torch.nn.Module):
+    """The GPT of examples/models.cc; forward(ids, next_ids) returns (loss, None)."""
+
+    def __init__(self, vocab, context, width, layers, heads, attention):
+        super().__init__()
+        self.tokens, self.positions = torch.nn.Embedding(vocab, width), torch.nn.Embedding(context, width)
+        self.blocks = torch.nn.Sequential(*[GptBlock(width, heads, attention) for _ in range(layers)])
+        self.ln, self.head = torch.nn.LayerNorm(width), torch.nn.Linear(width, vocab)
+
+    def forward(self, ids, next_ids):
+        x = self.tokens(ids) + self.positions.weight[: ids.shape[1]]
+        logits = self.head(self.ln(self.blocks(x)))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), next_ids.view(-1)), None
+
+
 def time_ms(fn, device):
     start = time.perf_counter()
     fn()
@@ -116,12 +154,15 @@ def time_ms(fn, device):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="mlp_block", choices=["mlp_block", "norm_block", "attention"])
+    parser.add_argument("--model", default="mlp_block", choices=["mlp_block", "norm_block", "attention", "gpt"])
     parser.add_argument("--tokens", type=int, default=4096)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--batch", type=int, default=4, help="attention: sequences per batch")
     parser.add_argument("--heads", type=int, default=4, help="attention: heads (--hidden a multiple)")
     parser.add_argument("--causal", type=int, default=1, choices=[0, 1], help="attention: 1 for causal")
+    parser.add_argument("--gpt-context", type=int, default=64, help="gpt: tokens per window (--tokens windows)")
+    parser.add_argument("--layers", type=int, default=3, help="gpt: transformer blocks")
+    parser.add_argument("--gpt-heads", type=int, default=4, help="gpt: attention heads")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -143,6 +184,16 @@ def main():
         eager = MathAttention(args.heads, bool(args.causal))
         x = torch.randn(args.batch, args.tokens, 3 * args.hidden, device=args.device, dtype=dtype, requires_grad=True)
         residual = None
+    elif args.model == "gpt":
+        sizes = {"gpt-context": args.gpt_context, "gpt-heads": args.gpt_heads, "layers": args.layers}
+
+        def gpt(attention):
+            torch.manual_seed(0)
+            return Gpt(112, args.gpt_context, args.hidden, args.layers, args.gpt_heads, attention).to(args.device, dtype)
+
+        eager = gpt(MathAttention)
+        x = torch.randint(0, 112, (args.tokens, args.gpt_context), device=args.device)
+        residual = torch.randint(0, 112, (args.tokens, args.gpt_context), device=args.device)  # the next ids
     else:
         eager = (MlpBlock if args.model == "mlp_block" else NormBlock)(args.hidden).to(args.device, dtype)
         x = torch.randn(args.tokens, args.hidden, device=args.device, dtype=dtype, requires_grad=True)
@@ -157,9 +208,9 @@ def main():
         def forward_backward():
             out, _ = model(x, residual)
             out.sum().backward()
-            x.grad = None
-            if residual is not None:
-                residual.grad = None
+            for t in (x, residual):
+                if t is not None and t.is_floating_point():
+                    t.grad = None
             model.zero_grad(set_to_none=True)
 
         for _ in range(3):  # both, so torch.compile builds its no_grad graph before the timing too
@@ -173,8 +224,9 @@ def main():
 
     unfused_fwd, unfused_fwd_bwd = measure(eager)
     sdpa_fwd = sdpa_fwd_bwd = None
-    if args.model == "attention" and hasattr(F, "scaled_dot_product_attention"):
-        sdpa_fwd, sdpa_fwd_bwd = measure(SdpaAttention(args.heads, bool(args.causal)))
+    if args.model in ("attention", "gpt") and hasattr(F, "scaled_dot_product_attention"):
+        sdpa = gpt(SdpaAttention) if args.model == "gpt" else SdpaAttention(args.heads, bool(args.causal))
+        sdpa_fwd, sdpa_fwd_bwd = measure(sdpa)
     fused_fwd = fused_fwd_bwd = None
     compile_error = None if hasattr(torch, "compile") else f"torch {torch.__version__} has no torch.compile"
     if hasattr(torch, "compile"):
@@ -191,7 +243,7 @@ def main():
         "fused_peak_bytes": None, "unfused_peak_bytes": None,
         "peer": f"pytorch {torch.__version__}", "threads": torch.get_num_threads(),
     }
-    if args.model == "attention":
+    if args.model in ("attention", "gpt"):
         result.update({
             "sdpa_fwd_ms": sdpa_fwd, "sdpa_fwd_bwd_ms": sdpa_fwd_bwd,
             "sdpa_speedup_fwd_bwd": unfused_fwd_bwd / sdpa_fwd_bwd if sdpa_fwd_bwd else None,
