@@ -70,12 +70,13 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_
                 [logits, labels, lse, mean_scale, ignore_index, rows, cols](const auto& grads, const auto&) {
                   Tensor dx = empty_like(logits);
                   // No counted row, no grad: every row is zero rather than NaN.
-                  const double g = mean_scale == mean_scale ? grads[0].item() * mean_scale : 0.0;
+                  const double scale = mean_scale == mean_scale ? mean_scale : 0.0;
+                  const Tensor& dloss = grads[0];  // read by the kernel on its device
                   launch_floating("cross_entropy backward", logits, [&](auto zero) {
                     using T = decltype(zero);
-                    return kernels::CrossEntropyBackward<T>{logits.ptr<T>(), labels.ptr<int64_t>(), lse.ptr<T>(),
-                                                            T(g),            dx.ptr<T>(),           rows,
-                                                            cols,            ignore_index};
+                    return kernels::CrossEntropyBackward<T>{
+                        logits.ptr<T>(), labels.ptr<int64_t>(), lse.ptr<T>(), dloss.ptr<T>(), T(scale),
+                        dx.ptr<T>(),     rows,                  cols,         ignore_index};
                   });
                   return std::vector<Tensor>{dx, Tensor()};
                 });
@@ -96,7 +97,8 @@ Tensor mse(const Tensor& prediction, const Tensor& target) {
   });
   Tensor loss = full({}, total / n, prediction.dtype(), prediction.device());
   return record("mse", {prediction, target}, loss, [diff, n](const auto& grads, const auto& needs) {
-    const Tensor dp = math::scaled(diff, 2.0 * grads[0].item() / n);
+    // dp = diff * (2 dloss / n), dloss staying on its device.
+    const Tensor dp = math::binary(math::BinaryOp::Mul, diff, math::scaled(grads[0], 2.0 / n));
     return std::vector<Tensor>{needs[0] ? dp : Tensor(), needs[1] ? math::scaled(dp, -1) : Tensor()};
   });
 }

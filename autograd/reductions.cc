@@ -17,8 +17,14 @@ Tensor reduce_all(const char* name, const Tensor& x, double factor) {
   Tensor out = math::sum_to(x.view({-1, 1}), math::Broadcast::Scalar, {});
   if (factor != 1.0) out = math::scaled(out, factor);
   const Shape shape = x.shape();
-  return record(name, {x}, out, [shape, factor](const auto& grads, const auto&) {
-    return std::vector<Tensor>{full(shape, grads[0].item() * factor, grads[0].dtype(), grads[0].device())};
+  return record(name, {x}, out, [name, shape, factor](const auto& grads, const auto&) {
+    const Tensor& dy = grads[0];  // read by the fill on its device
+    Tensor dx = empty(shape, dy.dtype(), dy.device());
+    launch_floating<WithBFloat16::Yes>(name, dy, [&](auto zero) {
+      using T = decltype(zero);
+      return kernels::Fill<T>{dy.ptr<T>(), T(factor), dx.ptr<T>(), dx.numel()};
+    });
+    return std::vector<Tensor>{dx};
   });
 }
 

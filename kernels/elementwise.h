@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/activation_math.h"
 #include "kernels/elementwise_kinds.h"
@@ -12,6 +13,25 @@
 #include "kernels/strided_index.h"
 
 namespace fuselab::kernels {
+
+// out[i] = value, or value * scalar[0] when `scalar` is given: a one-element tensor on the
+// kernel's device, read there, so that filling from a device value (the grad of a sum) needs no
+// copy to the host. A fill with zero bytes is a memset.
+template <class T>
+struct Fill {
+  const T* scalar;  // may be null
+  T value;
+  T* out;
+  int64_t n;
+  FUSELAB_KERNEL_ENTRY_POINTS;
+};
+
+// Whether v's bytes are all zero (0.0 but not -0.0): the fill memset can write.
+template <class T>
+bool is_zero_bytes(const T& v) {
+  const unsigned char zero[sizeof(T)] = {};
+  return std::memcmp(&v, zero, sizeof(T)) == 0;
+}
 
 // out = a (op) b for a of [rows, cols], b broadcast as `broadcast` says.
 template <class T>
@@ -138,6 +158,7 @@ struct Transpose {
 };
 
 #define FUSELAB_ELEMENTWISE_KERNELS(X)                 \
+  X(Fill, FUSELAB_EVERY_DTYPE)                         \
   X(Binary, FUSELAB_FLOAT_DOUBLE_BFLOAT16)             \
   X(Expand, FUSELAB_FLOAT_DOUBLE_BFLOAT16)             \
   X(SumBroadcast, FUSELAB_FLOAT_DOUBLE_BFLOAT16)       \

@@ -42,6 +42,7 @@ class KernelContext {
 // The element types a kernel takes, for the lists in the family headers.
 #define FUSELAB_FLOAT_DOUBLE(X, Kernel) X(Kernel, float) X(Kernel, double)
 #define FUSELAB_FLOAT_DOUBLE_BFLOAT16(X, Kernel) X(Kernel, float) X(Kernel, double) X(Kernel, bfloat16)
+#define FUSELAB_EVERY_DTYPE(X, Kernel) FUSELAB_FLOAT_DOUBLE_BFLOAT16(X, Kernel) X(Kernel, int64_t)
 
 // Explicit instantiations of one backend's entry points, for a family list:
 //   FUSELAB_NORM_KERNELS(FUSELAB_INSTANTIATE_CPU)   at the end of kernels/cpu/norms.cc

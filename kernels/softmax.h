@@ -4,7 +4,7 @@
 //   softmax(x)_j = e^(x_j - lse);  log_softmax(x)_j = x_j - lse
 //   softmax backward:      dx = y * (dy - sum_j dy_j y_j)
 //   log_softmax backward:  dx = dy - e^y * sum_j dy_j
-//   cross-entropy:         loss_r = lse(x_r) - x_r[label_r];  dx_r = (softmax(x_r) - onehot) * grad_scale
+//   cross-entropy:         loss_r = lse(x_r) - x_r[label_r];  dx_r = (softmax(x_r) - onehot) * dloss * scale
 //
 // Rows whose label is ignore_index get loss 0 and dx 0; the caller checks that the other labels
 // are in range. Softmax and log-softmax take bfloat16 rows too, computed in float32 (compute_t);
@@ -52,7 +52,8 @@ struct CrossEntropyBackward {
   const T* x;
   const int64_t* labels;
   const T* lse;
-  T grad_scale;  // the loss's grad over the number of counted rows
+  const T* dloss;  // the loss's grad: one element, read on the kernel's device
+  T scale;         // 1 / the number of counted rows
   T* dx;
   int64_t rows, cols, ignore_index;
   FUSELAB_KERNEL_ENTRY_POINTS;

@@ -6,8 +6,10 @@
 
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/device_api.h"
+#include "kernels/elementwise.h"
 #include "tensor/allocator.h"
 #include "tensor/dispatch.h"
+#include "tensor/launch.h"
 
 namespace fuselab {
 
@@ -175,13 +177,10 @@ Tensor& Tensor::set_data(const Tensor& source) {
 }
 
 Tensor& Tensor::fill_(double value) {
-  Tensor host = device().is_cpu() ? *this : empty_like_on(*this, Device::cpu(), dtype());
   dispatch_all(dtype(), "fill_", [&](auto zero) {
     using T = decltype(zero);
-    T* data = host.data<T>();
-    for (int64_t i = 0; i < numel(); ++i) data[i] = T(value);
+    launch("fill_", *this, kernels::Fill<T>{nullptr, T(value), ptr<T>(), numel()});
   });
-  if (!device().is_cpu()) copy_(host);
   return *this;
 }
 

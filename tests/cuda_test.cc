@@ -128,6 +128,23 @@ TEST_F(Cuda, RoundTripKeepsValues) {
 }
 
 // y = gelu(x W1 + b1) W2 + b2, loss = mean((y - t)^2): 30 SGD steps on the GPU follow the CPU.
+// Fills run on the device: zero as a memset, -0.0 and other values in a kernel, every dtype.
+TEST_F(Cuda, FillsEveryDtypeOnTheDevice) {
+  for (DType dtype : {DType::Float32, DType::Float64, DType::BFloat16, DType::Int64}) {
+    for (double value : {0.0, -0.0, 3.0}) {
+      const Tensor t = full({1000}, value, dtype, kGpu);
+      if (dtype == DType::Int64) {
+        EXPECT_EQ(t.to_vector<int64_t>(), std::vector<int64_t>(1000, int64_t(value)));
+        continue;
+      }
+      for (double v : t.to(DType::Float64).to_vector<double>()) {
+        ASSERT_EQ(v, value) << dtype_name(dtype);
+        ASSERT_EQ(std::signbit(v), std::signbit(value)) << dtype_name(dtype);
+      }
+    }
+  }
+}
+
 TEST_F(Cuda, TrainingFollowsTheCpuLosses) {
   auto train = [](Device device) {
     std::vector<Tensor> params = {random({16, 64}, DType::Float32, 1), zeros({64}), random({64, 4}, DType::Float32, 2),

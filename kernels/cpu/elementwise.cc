@@ -82,6 +82,19 @@ void SumBroadcast<T>::cpu(KernelContext&) const {
 }
 
 template <class T>
+void Fill<T>::cpu(KernelContext&) const {
+  using C = compute_t<T>;
+  const T v = scalar ? T(C(*scalar) * C(value)) : value;
+  T* out = this->out;
+  if (is_zero_bytes(v)) {
+    std::memset(out, 0, size_t(n) * sizeof(T));
+    return;
+  }
+#pragma omp parallel for simd if (parallel : n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) out[i] = v;
+}
+
+template <class T>
 void Scale<T>::cpu(KernelContext&) const {
   const T* x = this->x;  // the fields as locals, as the other loops here read them
   T* out = this->out;

@@ -74,6 +74,7 @@ void CrossEntropyForward<T>::cpu(KernelContext&) const {
 
 template <class T>
 void CrossEntropyBackward<T>::cpu(KernelContext&) const {
+  const T grad_scale = *dloss * scale;
 #pragma omp parallel for if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     T* dxr = dx + r * cols;

@@ -34,6 +34,13 @@ __global__ void binary_kernel(BinaryOp op, const T* a, const T* b, T* out, int64
 }
 
 template <class T>
+__global__ void fill_kernel(const T* scalar, T value, T* out, int64_t n) {
+  using C = compute_t<T>;
+  const T v = scalar ? T(C(*scalar) * C(value)) : value;
+  FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = v;
+}
+
+template <class T>
 __global__ void expand_kernel(const T* x, StridedIndex src, T* out, int64_t n) {
   FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = x[src.offset(i)];
 }
@@ -144,6 +151,18 @@ void SumBroadcast<T>::cuda(KernelContext& ctx) const {
   use_device(ctx.device);
   sum_broadcast_kernel<T><<<blocks_for(n), kThreads>>>(grad, kept, summed, count, out, n);
   check_launch("sum_broadcast_kernel");
+}
+
+template <class T>
+void Fill<T>::cuda(KernelContext& ctx) const {
+  if (n == 0) return;
+  use_device(ctx.device);
+  if (!scalar && is_zero_bytes(value)) {
+    check_cuda(cudaMemset(out, 0, size_t(n) * sizeof(T)), "cudaMemset");
+    return;
+  }
+  fill_kernel<T><<<blocks_for(n), kThreads>>>(scalar, value, out, n);
+  check_launch("fill_kernel");
 }
 
 template <class T>

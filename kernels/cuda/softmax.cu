@@ -1,10 +1,9 @@
 // The CUDA bodies of kernels/softmax.h: one block per row.
-#include "kernels/softmax.h"
-
 #include <cfloat>
 
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/softmax.h"
 
 namespace fuselab::kernels::cuda {
 namespace {
@@ -64,10 +63,10 @@ __global__ void cross_entropy_forward_kernel(const T* x, const int64_t* labels, 
 }
 
 template <class T>
-__global__ void cross_entropy_backward_kernel(const T* x, const int64_t* labels, const T* lse, T grad_scale, T* dx,
-                                              int64_t cols, int64_t ignore_index) {
+__global__ void cross_entropy_backward_kernel(const T* x, const int64_t* labels, const T* lse, const T* dloss, T scale,
+                                              T* dx, int64_t cols, int64_t ignore_index) {
   const int64_t offset = blockIdx.x * cols, label = labels[blockIdx.x];
-  const T row_lse = lse[blockIdx.x];
+  const T row_lse = lse[blockIdx.x], grad_scale = *dloss * scale;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     const T onehot = j == label ? T(1) : T(0);
     dx[offset + j] = label == ignore_index ? T(0) : (exp(x[offset + j] - row_lse) - onehot) * grad_scale;
@@ -112,7 +111,7 @@ void CrossEntropyBackward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
   use_device(ctx.device);
   cross_entropy_backward_kernel<T>
-      <<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, grad_scale, dx, cols, ignore_index);
+      <<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, dloss, scale, dx, cols, ignore_index);
   check_launch("cross_entropy_backward_kernel");
 }
 

@@ -10,6 +10,7 @@
 #include <new>
 #include <utility>
 
+#include "tools/cuda_emulator/host_traffic.h"
 #include "tools/cuda_emulator/include/cuda_runtime.h"
 
 namespace cuda_emulator {
@@ -22,6 +23,7 @@ std::mutex mutex;
 // memory at exit (a caching allocator's) may run after this file's.
 std::map<const char*, size_t>& buffers = *new std::map<const char*, size_t>;
 thread_local cudaError_t last_error = cudaSuccess;
+HostTraffic traffic;  // under mutex
 
 // Whether [ptr, ptr + bytes) lies inside one live buffer.
 bool on_device(const void* ptr, size_t bytes) {
@@ -41,6 +43,20 @@ cudaError_t result(cudaError_t error) {
 }  // namespace
 
 void record_error(cudaError_t error) { result(error); }
+
+HostTraffic host_traffic() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return traffic;
+}
+
+namespace {
+
+void count(int64_t HostTraffic::*what) {
+  std::lock_guard<std::mutex> lock(mutex);
+  ++(traffic.*what);
+}
+
+}  // namespace
 
 void expect_device_pointer(const char* kernel, const void* ptr) {
   if (ptr == nullptr || on_device(ptr, 0)) return;
@@ -73,7 +89,10 @@ cudaError_t cudaGetDeviceCount(int* count) {
 
 cudaError_t cudaSetDevice(int device) { return result(device == 0 ? cudaSuccess : cudaErrorInvalidDevice); }
 
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }  // every launch has finished on return
+cudaError_t cudaDeviceSynchronize() {  // every launch has finished on return
+  cuda_emulator::count(&cuda_emulator::HostTraffic::waits);
+  return cudaSuccess;
+}
 
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   *ptr = nullptr;
@@ -90,6 +109,7 @@ cudaError_t cudaFree(void* ptr) {
   {
     std::lock_guard<std::mutex> lock(cuda_emulator::mutex);
     if (cuda_emulator::buffers.erase(static_cast<const char*>(ptr)) == 0) return result(cudaErrorInvalidValue);
+    ++cuda_emulator::traffic.waits;
   }
   ::operator delete(ptr, cuda_emulator::kAlignment);
   return cudaSuccess;
@@ -99,6 +119,9 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   if (bytes == 0) return cudaSuccess;
   const bool device_dst = kind != cudaMemcpyDeviceToHost, device_src = kind != cudaMemcpyHostToDevice;
   if (on_device(dst, bytes) != device_dst || on_device(src, bytes) != device_src) return result(cudaErrorInvalidValue);
+  if (device_dst != device_src) {
+    cuda_emulator::count(device_dst ? &cuda_emulator::HostTraffic::to_device : &cuda_emulator::HostTraffic::to_host);
+  }
   std::memcpy(dst, src, bytes);
   return cudaSuccess;
 }

@@ -1,0 +1,49 @@
+// What a training step on CUDA tensors costs the host: on the CUDA emulator, which counts copies
+// each way and waits (tools/cuda_emulator/host_traffic.h), a GPT step on a batch already on the
+// device (zero_grad, forward, cross-entropy, backward, AdamW step, loss.item()) copies nothing to
+// the device and waits for nothing once the first step has filled the caching allocator: fills,
+// the loss's grad and the losses' backward stay on the device. It reads three things back: the
+// loss, and the token ids and the labels, which Embedding and cross_entropy check on the host so
+// that an id out of range is a clear error.
+#include <gtest/gtest.h>
+
+#include "autograd/functional.h"
+#include "examples/models.h"
+#include "optim/adamw.h"
+#include "tools/cuda_emulator/host_traffic.h"
+
+namespace fuselab {
+namespace {
+
+using cuda_emulator::host_traffic;
+using cuda_emulator::HostTraffic;
+
+TEST(HostTraffic, ATrainingStepReadsOnlyTheLoss) {
+  const Device cuda = Device::cuda(0);
+  examples::GptConfig config;
+  config.vocab = 11, config.context = 8, config.width = 16, config.layers = 1, config.heads = 2;
+  Generator gen(3);
+  Sequential model = examples::gpt_model(config, gen);
+  model.to(cuda);
+  const examples::Batch batch = examples::gpt_batch(config, 4, DType::Float32, cuda, gen);
+  AdamW optimizer(model.parameters(), {1e-3, 0.9, 0.95, 1e-8, 0.1});
+  auto step = [&] {
+    optimizer.zero_grad();
+    const Tensor loss = batch.loss(model(batch.input, {}));
+    backward(loss);
+    optimizer.step();
+    return loss.item();
+  };
+  step();
+  for (int i = 0; i < 2; ++i) {
+    const HostTraffic before = host_traffic();
+    step();
+    const HostTraffic cost = host_traffic() - before;
+    EXPECT_EQ(cost.to_host, 3) << "step " << i + 2;  // the loss, the ids, the labels
+    EXPECT_EQ(cost.to_device, 0) << "step " << i + 2;
+    EXPECT_EQ(cost.waits, 0) << "step " << i + 2;
+  }
+}
+
+}  // namespace
+}  // namespace fuselab
