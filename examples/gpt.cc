@@ -69,9 +69,9 @@ struct Config {
   std::string corpus, checkpoint, json, loss_log, device;
 };
 
-// GPT's weight decay split: the Linear weight matrices decay, and biases, LayerNorm gains and
-// shifts and the token and position embeddings do not (decay would pull them toward 0 for no gain
-// in generalization).
+// GPT's weight decay split, as minGPT's: the Linear weight matrices decay; biases, LayerNorm gains
+// and shifts and the token and position embeddings do not (they set offsets and scales, which
+// decay would only pull toward 0).
 std::vector<ParamGroup> decay_groups(const Sequential& model, double weight_decay) {
   ParamGroup decayed{{}, weight_decay}, not_decayed{{}, 0.0};
   for (const auto& op : model.ops()) {
@@ -190,13 +190,16 @@ int run(Config c) {
   model.to(device);
   int64_t parameters = 0;
   for (const Tensor& p : model.parameters()) parameters += p.numel();
-  AdamW optimizer(decay_groups(model, c.weight_decay), {c.lr, 0.9, 0.95, 1e-8});
+  const std::vector<ParamGroup> optimizer_groups = decay_groups(model, c.weight_decay);
+  AdamW optimizer(optimizer_groups, {c.lr, 0.9, 0.95, 1e-8});
   WindowSampler batches(corpus.train, c.batch, c.model.context, c.seed + 1);
   std::printf("gpt: %lld train / %lld validation tokens, vocabulary %lld; %lld layers of width %lld, %lld heads, "
               "context %lld, %lld parameters; batch %lld, fusion %s\n",
               (long long)corpus.train.size(0), (long long)corpus.validation.size(0), (long long)c.model.vocab,
               (long long)c.model.layers, (long long)c.model.width, (long long)c.model.heads, (long long)c.model.context,
               (long long)parameters, (long long)c.batch, c.fusion ? "on" : "off");
+  std::printf("AdamW: weight decay %g on %zu of %zu parameter tensors (the Linear weight matrices)\n", c.weight_decay,
+              optimizer_groups[0].params.size(), model.parameters().size());
   std::printf("%s\n", model.describe().c_str());
 
   const std::string checkpoint_file = c.checkpoint.empty() ? "" : c.checkpoint + "/gpt.safetensors";

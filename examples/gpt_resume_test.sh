@@ -19,6 +19,9 @@ for accumulate in 1 2; do
   "$gpt" "${run[@]}" --stop-after=15 --checkpoint="$dir/ckpt" --checkpoint-every=5 --loss-log="$dir/resumed.txt" > /dev/null
   "$gpt" "${run[@]}" --checkpoint="$dir/ckpt" --checkpoint-every=5 --resume --loss-log="$dir/resumed.txt" > "$dir/out.txt"
   grep -q "resumed from .* at step 15" "$dir/out.txt"
+  # 1 layer: 4 Linear weights and the head's decay; both embeddings, 12 of the block's parameters
+  # (biases and LayerNorms), the final LayerNorm's 2 and the head's bias do not.
+  grep -q "weight decay 0.01 on 5 of 18 parameter tensors" "$dir/out.txt"
   if ! diff "$dir/straight.txt" "$dir/resumed.txt"; then
     echo "FAIL: with --accumulate=$accumulate the resumed run's losses differ from the uninterrupted run's"
     exit 1

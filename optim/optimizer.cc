@@ -62,6 +62,11 @@ void Optimizer::set_lr_scale(double scale) {
   lr_scale_ = scale;
 }
 
+double Optimizer::lr(size_t group) const {
+  check(group < groups_.size(), "optimizer: no group ", group, ", it has ", groups_.size());
+  return lr_scale_ * groups_[group].lr;
+}
+
 void Optimizer::follow_parameters() {
   for (size_t k = 0; k < params_.size(); ++k) {
     const Tensor& p = params_[k];

@@ -64,7 +64,7 @@ class Optimizer {
   // Group g steps with lr groups()[g].lr * lr_scale(); the scale starts at 1.
   void set_lr_scale(double scale);
   double lr_scale() const { return lr_scale_; }
-  double lr(size_t group = 0) const { return lr_scale_ * groups_.at(group).lr; }
+  double lr(size_t group = 0) const;
   const std::vector<GroupHyper>& groups() const { return groups_; }
   int64_t steps() const { return steps_; }
   const std::vector<Tensor>& params() const { return params_; }
