@@ -61,9 +61,8 @@ class Optimizer {
   void step();
   void zero_grad();
 
-  // Group g steps with lr groups()[g].lr * lr_scale(); the scale starts at 1.
+  // Group g steps with lr(g) = groups()[g].lr * scale; the scale starts at 1.
   void set_lr_scale(double scale);
-  double lr_scale() const { return lr_scale_; }
   double lr(size_t group = 0) const;
   const std::vector<GroupHyper>& groups() const { return groups_; }
   int64_t steps() const { return steps_; }
