@@ -224,7 +224,7 @@ int run(const Config& c, Communicator& comm) {
   const int64_t stop = std::min(c.steps, c.stop_after);
   for (int64_t step = start; step < stop; ++step) {
     const std::vector<int64_t> rows = shard(loader.next(), comm.rank(), comm.size());
-    optimizer.set_lr(cosine_with_warmup(step, c.steps / 20, c.steps, c.lr, c.lr / 10));
+    optimizer.set_lr_scale(cosine_with_warmup(step, c.steps / 20, c.steps, 1.0, 0.1));  // times c.lr
     optimizer.zero_grad();
     const Tensor loss =
         cross_entropy(model(take_rows(train.contexts, rows).to(device)), take_rows(train.targets, rows).to(device));

@@ -3,7 +3,8 @@
 // LayerNorm and LM head, predicting every next character of a window at once.
 //
 //   bazel run -c opt //examples:gpt -- [--steps=N] [--seed=S] [--batch=B] [--context=T]
-//       [--layers=L] [--heads=H] [--width=C] [--lr=LR] [--dropout=P] [--no-fusion] [--device=cpu|cuda]
+//       [--layers=L] [--heads=H] [--width=C] [--lr=LR] [--dropout=P] [--accumulate=N] [--no-fusion]
+//       [--device=cpu|cuda]
 //       [--checkpoint=DIR [--resume] [--checkpoint-every=N]] [--json=FILE] [--loss-log=FILE]
 //       [--stop-after=N] (stop early, as if interrupted; --resume continues) [--sample=N]
 //
@@ -16,15 +17,18 @@
 //   layers x [pre-norm causal self-attention + residual, pre-norm MLP + residual],
 //   LayerNorm, Linear, Bias  ->  logits [batch, T, vocab], then cross_entropy over [batch T, vocab].
 //
-// Training: AdamW with decoupled weight decay, a linear warm-up then a cosine decay of the
-// learning rate to a tenth, and the grad norm clipped to 1. The data are [batch, T + 1] windows of
+// Training: AdamW with decoupled weight decay on the Linear weight matrices only (none on biases,
+// LayerNorms and the embeddings, as minGPT), a linear warm-up then a cosine decay of the learning
+// rate to a tenth, and the grad norm clipped to 1. With --accumulate N each step's batch runs as N
+// micro-batches of batch / N windows, each loss scaled by 1 / N, their grads summed before the one
+// step: the same step as on the whole batch, in less memory. The data are [batch, T + 1] windows of
 // the training text (data/window_sampler.h); the validation loss is over every validation token,
 // in windows of T, and the unigram baseline is the corpus's (data/text_corpus.h).
 //
 // With --checkpoint the state is saved every --checkpoint-every steps and at the end of the run;
 // --resume continues from that checkpoint, which must exist, and the run then matches an
 // uninterrupted one exactly: the window sampler is replayed to the checkpoint's step and each
-// Dropout skips the masks the steps before it drew.
+// Dropout skips the masks the steps before it drew (one per micro-batch).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,6 +46,7 @@
 #include "examples/output_file.h"
 #include "fuser/sequential.h"
 #include "ops/basic/dropout.h"
+#include "ops/basic/linear.h"
 #include "kernels/cuda/device_api.h"
 #include "optim/adamw.h"
 #include "optim/anomaly.h"
@@ -57,12 +62,40 @@ namespace {
 
 struct Config {
   examples::GptConfig model;  // context, width, layers, heads and dropout (vocab: the corpus's)
-  int64_t steps, stop_after, batch, checkpoint_every, sample, val_tokens;
+  int64_t steps, stop_after, batch, accumulate, checkpoint_every, sample, val_tokens;
   double lr, weight_decay, temperature;
   uint64_t seed;
   bool fusion, resume, detect_anomaly;
   std::string corpus, checkpoint, json, loss_log, device;
 };
+
+// GPT's weight decay split, as minGPT's: the Linear weight matrices decay; biases, LayerNorm gains
+// and shifts and the token and position embeddings do not (they set offsets and scales, which
+// decay would only pull toward 0).
+std::vector<ParamGroup> decay_groups(const Sequential& model, double weight_decay) {
+  ParamGroup decayed{{}, weight_decay}, not_decayed{{}, 0.0};
+  for (const auto& op : model.ops()) {
+    auto* linear = dynamic_cast<Linear*>(op.get());
+    for (const Tensor& p : op->parameters()) {
+      (linear && p.same(linear->weight()) ? decayed : not_decayed).params.push_back(p);
+    }
+  }
+  return {decayed, not_decayed};
+}
+
+// Windows of T + 1 tokens, int64 [rows, T + 1], as the model's inputs, their first T tokens
+// [rows, T], and its targets, the T after each input, [rows T].
+std::pair<Tensor, Tensor> inputs_and_targets(const Tensor& windows) {
+  const int64_t rows = windows.size(0), t = windows.size(1) - 1;
+  const auto all = windows.to_vector<int64_t>();
+  std::vector<int64_t> ids, next;
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = all.begin() + r * (t + 1);
+    ids.insert(ids.end(), row, row + t);
+    next.insert(next.end(), row + 1, row + t + 1);
+  }
+  return {from_vector<int64_t>(ids, {rows, t}), from_vector<int64_t>(next, {rows * t})};
+}
 
 // The mean cross entropy over every token of `tokens` after the first, each predicted from the
 // tokens before it in its window of at most `context` (the windows do not overlap).
@@ -71,17 +104,10 @@ double evaluate(Sequential& model, const Tensor& tokens, int64_t context, int64_
   model.eval();
   const int64_t targets = tokens.size(0) - 1, windows = targets / context, rows_per_call = 64;
   double total = 0;
-  auto add = [&](const Tensor& window) {  // int64 [rows, T + 1]
-    const int64_t rows = window.size(0), t = window.size(1) - 1;
-    std::vector<int64_t> ids, next;
-    const auto all = window.to_vector<int64_t>();
-    for (int64_t r = 0; r < rows; ++r) {
-      ids.insert(ids.end(), all.begin() + r * (t + 1), all.begin() + r * (t + 1) + t);
-      next.insert(next.end(), all.begin() + r * (t + 1) + 1, all.begin() + (r + 1) * (t + 1));
-    }
-    const Tensor logits = model(from_vector<int64_t>(ids, {rows, t}).to(device));
-    const Tensor loss = cross_entropy(reshape(logits, {-1, vocab}), from_vector<int64_t>(next, {rows * t}).to(device));
-    total += loss.item() * double(rows * t);
+  auto add = [&](const Tensor& window) {
+    const auto [ids, next] = inputs_and_targets(window);
+    const Tensor loss = cross_entropy(reshape(model(ids.to(device)), {-1, vocab}), next.to(device));
+    total += loss.item() * double(next.numel());
   };
   // Window w holds tokens [w T, w T + T]: T inputs and the T targets after them.
   std::vector<int64_t> all = tokens.to_vector<int64_t>();
@@ -147,6 +173,8 @@ void print_progress(int64_t step, int64_t total, double loss, double tokens_per_
 int run(Config c) {
   check(c.device == "cpu" || c.device == "cuda", "gpt: --device must be cpu or cuda, got ", c.device);
   check(c.device == "cpu" || kernels::cuda::device_count() > 0, "gpt: --device cuda, but this machine has no CUDA device");
+  check(c.batch % c.accumulate == 0, "gpt: --batch=", c.batch, " does not split evenly into --accumulate=",
+        c.accumulate, " micro-batches");
   check(c.model.width % c.model.heads == 0, "gpt: --width=", c.model.width, " does not split evenly over --heads=",
         c.model.heads);
   const Device device = c.device == "cpu" ? Device::cpu() : Device::cuda(0);
@@ -162,13 +190,16 @@ int run(Config c) {
   model.to(device);
   int64_t parameters = 0;
   for (const Tensor& p : model.parameters()) parameters += p.numel();
-  AdamW optimizer(model.parameters(), {c.lr, 0.9, 0.95, 1e-8, c.weight_decay});
+  const std::vector<ParamGroup> optimizer_groups = decay_groups(model, c.weight_decay);
+  AdamW optimizer(optimizer_groups, {c.lr, 0.9, 0.95, 1e-8});
   WindowSampler batches(corpus.train, c.batch, c.model.context, c.seed + 1);
   std::printf("gpt: %lld train / %lld validation tokens, vocabulary %lld; %lld layers of width %lld, %lld heads, "
               "context %lld, %lld parameters; batch %lld, fusion %s\n",
               (long long)corpus.train.size(0), (long long)corpus.validation.size(0), (long long)c.model.vocab,
               (long long)c.model.layers, (long long)c.model.width, (long long)c.model.heads, (long long)c.model.context,
               (long long)parameters, (long long)c.batch, c.fusion ? "on" : "off");
+  std::printf("AdamW: weight decay %g on %zu of %zu parameter tensors (the Linear weight matrices)\n", c.weight_decay,
+              optimizer_groups[0].params.size(), model.parameters().size());
   std::printf("%s\n", model.describe().c_str());
 
   const std::string checkpoint_file = c.checkpoint.empty() ? "" : c.checkpoint + "/gpt.safetensors";
@@ -178,10 +209,10 @@ int run(Config c) {
     start = load_checkpoint(checkpoint_file, model.named_parameters(), optimizer);
     check(start <= c.steps, "gpt: checkpoint ", checkpoint_file, " is at step ", start, ", past --steps=", c.steps);
     // Both are deterministic: replay the sampler's windows, and skip the mask each Dropout drew
-    // in each training step before this one.
+    // in each micro-batch of each training step before this one.
     for (int64_t s = 0; s < start; ++s) batches.next();
     for (const auto& op : model.ops()) {
-      if (auto* dropout = dynamic_cast<Dropout*>(op.get())) dropout->skip_masks(start);
+      if (auto* dropout = dynamic_cast<Dropout*>(op.get())) dropout->skip_masks(start * c.accumulate);
     }
     std::printf("resumed from %s at step %lld\n", checkpoint_file.c_str(), (long long)start);
   }
@@ -200,24 +231,22 @@ int run(Config c) {
   const int64_t stop = std::min(c.steps, c.stop_after);
   for (int64_t step = start; step < stop; ++step) {
     const Tensor window = batches.next();  // [batch, T + 1]
-    const Tensor rows = window.view({c.batch * (c.model.context + 1)});
-    std::vector<int64_t> all = rows.to_vector<int64_t>(), ids, next;
-    for (int64_t r = 0; r < c.batch; ++r) {
-      const auto row = all.begin() + r * (c.model.context + 1);
-      ids.insert(ids.end(), row, row + c.model.context);
-      next.insert(next.end(), row + 1, row + c.model.context + 1);
-    }
-    optimizer.set_lr(cosine_with_warmup(step, warmup, c.steps, c.lr, c.lr / 10));
+    optimizer.set_lr_scale(cosine_with_warmup(step, warmup, c.steps, 1.0, 0.1));  // times --lr
     optimizer.zero_grad();
-    const Tensor logits = model(from_vector<int64_t>(ids, {c.batch, c.model.context}).to(device));
-    const Tensor loss = cross_entropy(reshape(logits, {-1, v}), from_vector<int64_t>(next, {tokens_per_step}).to(device));
-    backward(loss);
+    last_loss = 0;
+    const int64_t rows = c.batch / c.accumulate;
+    for (int64_t micro = 0; micro < c.accumulate; ++micro) {  // the grads add up over the micro-batches
+      const auto [ids, next] = inputs_and_targets(window.slice(micro * rows, (micro + 1) * rows));
+      const Tensor logits = model(ids.to(device));
+      const Tensor loss = cross_entropy(reshape(logits, {-1, v}), next.to(device));
+      backward(scale(loss, 1.0 / double(c.accumulate)));
+      last_loss += loss.item() / double(c.accumulate);
+    }
     if (c.detect_anomaly) check_finite_grads("gpt", model.named_parameters(), step + 1);
     const double grad_norm = clip_grad_norm(model.parameters(), 1.0);
     check(std::isfinite(grad_norm), "gpt: the grad norm is ", grad_norm, " at step ", step + 1,
           "; stopping (--detect-anomaly names the parameter)");
     optimizer.step();
-    last_loss = loss.item();
     check_finite_loss("gpt", last_loss, step + 1);
     loss_log.write(step + 1, ' ', last_loss, '\n');
     if ((step + 1) % c.checkpoint_every == 0 || step + 1 == stop) save(step + 1);
@@ -263,7 +292,7 @@ int main(int argc, char** argv) {
   try {
     examples::Flags flags("gpt", "Trains a character-level GPT on Debian's fortunes.");
     Config c{};
-    c.steps = 1500, c.batch = 32, c.checkpoint_every = 500, c.sample = 300;
+    c.steps = 1500, c.batch = 32, c.accumulate = 1, c.checkpoint_every = 500, c.sample = 300;
     c.lr = 2e-3, c.weight_decay = 0.01, c.temperature = 0.8;
     c.corpus = kFortuneFolder, c.device = "cpu";
     int64_t seed = 0;
@@ -278,7 +307,10 @@ int main(int argc, char** argv) {
     flags.add("width", c.model.width, "model width (embedding and residual stream)", {1, 8192});
     flags.add("dropout", c.model.dropout, "dropout probability on the attention probabilities", {0, 0.9});
     flags.add("lr", c.lr, "peak AdamW learning rate (cosine schedule with warm-up)", {1e-9, 10});
-    flags.add("weight-decay", c.weight_decay, "AdamW's decoupled weight decay", {0, 1});
+    flags.add("weight-decay", c.weight_decay, "AdamW's decoupled weight decay of the Linear weight matrices (none "
+              "on biases, LayerNorms and embeddings)", {0, 1});
+    flags.add("accumulate", c.accumulate, "micro-batches per step, their grads summed (they split --batch)",
+              {1, 1 << 16});
     flags.add("seed", seed, "seed of the data order, the initialization, dropout and the sampling", {0, INT64_MAX});
     flags.add("no-fusion", no_fusion, "run the model unfused");
     flags.add("device", c.device, "cpu or cuda");

@@ -26,6 +26,7 @@ expect_error "fortune_files $dir/none: no such folder" "$gpt" "${small[@]}" --co
 expect_error "fortune_files $dir/empty: holds no fortune files" "$gpt" "${small[@]}" --corpus="$dir/empty"
 if [ -d /usr/share/games/fortunes ]; then
   expect_error "--width=30 does not split evenly over --heads=4" "$gpt" "${small[@]}" --width=30 --heads=4
+  expect_error "--batch=4 does not split evenly into --accumulate=3" "$gpt" "${small[@]}" --accumulate=3
   expect_error "there is no checkpoint $dir/empty/gpt.safetensors" "$gpt" "${small[@]}" --resume --checkpoint="$dir/empty"
   expect_error "$dir/folder/gpt.safetensors: is not a regular file" "$gpt" "${small[@]}" --resume --checkpoint="$dir/folder"
   expect_error "--json $dir/missing/out.json: cannot open it" "$gpt" "${small[@]}" --json="$dir/missing/out.json"

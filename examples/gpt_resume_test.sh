@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Training 30 steps straight and training 15, saving, then resuming to 30 give the same losses at
-# every step, to the last printed digit, with dropout on (its generators are replayed on resume).
+# every step, to the last printed digit, with dropout on (its generators are replayed on resume)
+# and the optimizer's two parameter groups (decayed and not) restored; once with one batch a step
+# and once with two micro-batches a step (--accumulate=2, a Dropout mask per micro-batch).
 set -euo pipefail
 gpt="$1"
 if [ ! -d /usr/share/games/fortunes ]; then
@@ -10,13 +12,20 @@ fi
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
 common=(--steps=30 --batch=8 --context=16 --width=32 --heads=2 --layers=1 --dropout=0.1 --seed=3 --sample=0 --val-tokens=2000)
 
-"$gpt" "${common[@]}" --loss-log="$dir/straight.txt" > /dev/null
-"$gpt" "${common[@]}" --stop-after=15 --checkpoint="$dir/ckpt" --checkpoint-every=5 --loss-log="$dir/resumed.txt" > /dev/null
-"$gpt" "${common[@]}" --checkpoint="$dir/ckpt" --checkpoint-every=5 --resume --loss-log="$dir/resumed.txt" > "$dir/out.txt"
-grep -q "resumed from .* at step 15" "$dir/out.txt"
-if ! diff "$dir/straight.txt" "$dir/resumed.txt"; then
-  echo "FAIL: the resumed run's losses differ from the uninterrupted run's"
-  exit 1
-fi
-[ "$(wc -l < "$dir/straight.txt")" -eq 30 ]
-echo "PASS: 30 losses identical after resuming at step 15"
+for accumulate in 1 2; do
+  run=("${common[@]}" --accumulate=$accumulate)
+  rm -rf "$dir/ckpt" "$dir/straight.txt" "$dir/resumed.txt"
+  "$gpt" "${run[@]}" --loss-log="$dir/straight.txt" > /dev/null
+  "$gpt" "${run[@]}" --stop-after=15 --checkpoint="$dir/ckpt" --checkpoint-every=5 --loss-log="$dir/resumed.txt" > /dev/null
+  "$gpt" "${run[@]}" --checkpoint="$dir/ckpt" --checkpoint-every=5 --resume --loss-log="$dir/resumed.txt" > "$dir/out.txt"
+  grep -q "resumed from .* at step 15" "$dir/out.txt"
+  # 1 layer: 4 Linear weights and the head's decay; both embeddings, 12 of the block's parameters
+  # (biases and LayerNorms), the final LayerNorm's 2 and the head's bias do not.
+  grep -q "weight decay 0.01 on 5 of 18 parameter tensors" "$dir/out.txt"
+  if ! diff "$dir/straight.txt" "$dir/resumed.txt"; then
+    echo "FAIL: with --accumulate=$accumulate the resumed run's losses differ from the uninterrupted run's"
+    exit 1
+  fi
+  [ "$(wc -l < "$dir/straight.txt")" -eq 30 ]
+  echo "PASS: --accumulate=$accumulate: 30 losses identical after resuming at step 15"
+done

@@ -18,10 +18,14 @@ struct AdamWOptions {
 
 class AdamW : public Optimizer {
  public:
-  AdamW(std::vector<Tensor> params, AdamWOptions options);
+  // options.lr and options.weight_decay are the defaults of the groups that leave them unset.
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions options);
+  AdamW(std::vector<Tensor> params, AdamWOptions options)
+      : AdamW(std::vector<ParamGroup>{{std::move(params)}}, options) {}
 
  private:
-  void update(const std::vector<size_t>& stepped, const std::vector<Tensor>& grads) override;
+  void update(const GroupHyper& group, const std::vector<size_t>& stepped,
+              const std::vector<Tensor>& grads) override;
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   AdamWOptions options_;
 };

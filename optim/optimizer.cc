@@ -1,5 +1,8 @@
 #include "optim/optimizer.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "tensor/factories.h"
 
 namespace fuselab {
@@ -13,9 +16,35 @@ Tensor checked_entry(const std::pair<const std::string, Tensor>& entry, const Te
   return value.to(like.device()).clone();
 }
 
+// The one value of entry `name`, which must hold exactly one T.
+template <class T>
+T single_value(const NamedTensors& state, const std::string& name) {
+  auto it = state.find(name);
+  check(it != state.end() && it->second.dtype() == dtype_of<T>() && it->second.numel() == 1,
+        "optimizer state: missing ", dtype_of<T>(), " entry '", name, "'");
+  return it->second.to_vector<T>()[0];
+}
+
+std::string group_entry(size_t group, const char* field) { return "group." + std::to_string(group) + "." + field; }
+const char* const kGroupFields[] = {"params", "lr", "weight_decay"};
+
 }  // namespace
 
-Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
+Optimizer::Optimizer(const char* name, std::vector<ParamGroup> groups, GroupHyper defaults) {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const GroupHyper hyper{groups[g].lr.value_or(defaults.lr), groups[g].weight_decay.value_or(defaults.weight_decay)};
+    check(hyper.lr >= 0 && hyper.weight_decay >= 0, name, ": group ", g, ": lr ", hyper.lr, " and weight_decay ",
+          hyper.weight_decay, " must not be negative");
+    groups_.push_back(hyper);
+    for (Tensor& p : groups[g].params) {
+      for (size_t k = 0; k < params_.size(); ++k) {
+        check(!p.same(params_[k]), name, ": a parameter of shape ", p.shape(), " is in group ", group_of_[k],
+              " and again in group ", g, " (each parameter belongs to one group, once)");
+      }
+      params_.push_back(std::move(p));
+      group_of_.push_back(g);
+    }
+  }
   for (size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     check(p.defined() && p.is_leaf() && is_floating(p.dtype()), "optimizer: parameter ", i,
@@ -26,6 +55,16 @@ Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
           p.shape(), " is ", p.dtype(), ", parameter 0 ", params_[0].dtype(), " (their updates must share a dtype)");
     masters_.push_back(p.dtype() == DType::BFloat16 ? p.detach().to(DType::Float32) : Tensor());
   }
+}
+
+void Optimizer::set_lr_scale(double scale) {
+  check(scale >= 0 && std::isfinite(scale), "optimizer: lr scale ", scale, " must be finite and not negative");
+  lr_scale_ = scale;
+}
+
+double Optimizer::lr(size_t group) const {
+  check(group < groups_.size(), "optimizer: no group ", group, ", it has ", groups_.size());
+  return lr_scale_ * groups_[group].lr;
 }
 
 void Optimizer::follow_parameters() {
@@ -59,7 +98,16 @@ void Optimizer::step() {
     stepped.push_back(k);
     grads.push_back(grad.to(weights(k).dtype()));
   }
-  if (!stepped.empty()) update(stepped, grads);
+  for (size_t g = 0; g < groups_.size(); ++g) {  // one update per group, over its stepped parameters
+    std::vector<size_t> in_group;
+    std::vector<Tensor> group_grads;
+    for (size_t i = 0; i < stepped.size(); ++i) {
+      if (group_of_[stepped[i]] != g) continue;
+      in_group.push_back(stepped[i]);
+      group_grads.push_back(grads[i]);
+    }
+    if (!in_group.empty()) update({lr(g), groups_[g].weight_decay}, in_group, group_grads);
+  }
   for (size_t k : stepped) {
     if (masters_[k].defined()) params_[k].copy_(masters_[k].to(DType::BFloat16));
   }
@@ -85,6 +133,11 @@ Tensor Optimizer::saved(const Tensor& t, size_t k) const {
 NamedTensors Optimizer::state() const {
   // Saved from the CPU, whatever the device, and as follow_parameters() would leave it.
   NamedTensors state{{"step", from_vector<int64_t>({steps_}, {1})}};
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    state[group_entry(g, "params")] = from_vector<int64_t>({group_size(g)}, {1});
+    state[group_entry(g, "lr")] = from_vector<double>({groups_[g].lr}, {1});
+    state[group_entry(g, "weight_decay")] = from_vector<double>({groups_[g].weight_decay}, {1});
+  }
   const auto names = buffer_names();
   for (size_t n = 0; n < names.size() && n < buffers_.size(); ++n) {
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -100,12 +153,10 @@ NamedTensors Optimizer::state() const {
 }
 
 void Optimizer::load_state(const NamedTensors& state) {
-  auto step = state.find("step");
-  check(step != state.end() && step->second.dtype() == DType::Int64 && step->second.numel() == 1,
-        "optimizer state: missing int64 entry 'step'");
-  follow_parameters();  // the entries are checked against the parameters as they are now
-  const int64_t steps = step->second.to_vector<int64_t>()[0];
+  const int64_t steps = single_value<int64_t>(state, "step");
   check(steps >= 0, "optimizer state: step ", steps, " is negative");
+  std::vector<GroupHyper> groups = loaded_groups(state);
+  follow_parameters();  // the entries are checked against the parameters as they are now
   const auto names = buffer_names();
   std::vector<std::vector<Tensor>> loaded(names.size(), std::vector<Tensor>(params_.size()));
   for (size_t n = 0; n < names.size(); ++n) {
@@ -122,12 +173,46 @@ void Optimizer::load_state(const NamedTensors& state) {
   }
   for (const auto& [name, value] : state) {
     bool known = name == "step" || name.rfind("master.", 0) == 0;
+    for (size_t g = 0; g < groups.size() && !known; ++g) {
+      for (const char* field : kGroupFields) known = known || name == group_entry(g, field);
+    }
     for (size_t n = 0; n < names.size() && !known; ++n) known = name.rfind(names[n] + ".", 0) == 0;
     check(known, "optimizer state: unexpected entry '", name, "'");
   }
   buffers_ = std::move(loaded);
   masters_ = std::move(masters);
+  groups_ = std::move(groups);
   steps_ = steps;
+}
+
+int64_t Optimizer::group_size(size_t group) const {
+  return int64_t(std::count(group_of_.begin(), group_of_.end(), group));
+}
+
+std::vector<GroupHyper> Optimizer::loaded_groups(const NamedTensors& state) const {
+  const bool has_groups = std::any_of(state.begin(), state.end(), [](const auto& entry) {
+    return entry.first.rfind("group.", 0) == 0;
+  });
+  if (!has_groups) {  // saved before groups existed, from a single list of parameters
+    check(groups_.size() == 1, "optimizer state: saved without parameter groups, so it loads only into an "
+          "optimizer of one group; this one has ", groups_.size());
+    return groups_;
+  }
+  size_t saved = 0;
+  while (state.count(group_entry(saved, "params"))) ++saved;
+  check(saved == groups_.size(), "optimizer state: has ", saved, " parameter groups, the optimizer ", groups_.size());
+  std::vector<GroupHyper> groups;
+  for (size_t g = 0; g < saved; ++g) {
+    const int64_t size = single_value<int64_t>(state, group_entry(g, "params"));
+    check(size == group_size(g), "optimizer state: group ", g, " has ", size, " parameters, the optimizer's group ",
+          g, " has ", group_size(g));
+    const GroupHyper hyper{single_value<double>(state, group_entry(g, "lr")),
+                           single_value<double>(state, group_entry(g, "weight_decay"))};
+    check(hyper.lr >= 0 && hyper.weight_decay >= 0, "optimizer state: group ", g, ": lr ", hyper.lr,
+          " and weight_decay ", hyper.weight_decay, " must not be negative");
+    groups.push_back(hyper);
+  }
+  return groups;
 }
 
 }  // namespace fuselab

@@ -1,5 +1,13 @@
 // Optimizer: updates a fixed list of parameters from their grads, and saves and restores its
-// state (per-parameter buffers and the step count) as named tensors, for checkpoints.
+// state (per-parameter buffers, the step count and the parameter groups) as named tensors, for
+// checkpoints.
+//
+// Parameter groups, as torch.optim's param_groups: each group of parameters has its own learning
+// rate and weight decay (the optimizer's options where the group leaves them unset), e.g. decay on
+// weight matrices only. params() lists group 0's parameters, then group 1's, and so on; a
+// parameter in two groups is refused. An lr schedule multiplies every group's base lr by one
+// scale (set_lr_scale), as PyTorch's schedulers scale each group's initial lr. A step runs one
+// kernel launch per group over every parameter of the group that has a grad.
 //
 // bfloat16 parameters train through float32 master weights: the update runs on a float32 copy
 // of the parameter (with the grad widened to float32 and float32 buffers), and the parameter is
@@ -17,6 +25,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,9 +36,24 @@
 
 namespace fuselab {
 
+// One entry of an optimizer's parameter groups; what it leaves unset is the optimizer's option.
+// AdamW({{matrices}, {others, /*weight_decay=*/0.0}}, options) decays only `matrices`.
+struct ParamGroup {
+  std::vector<Tensor> params;
+  std::optional<double> weight_decay;
+  std::optional<double> lr;
+};
+
+// A group's hyper-parameters as the optimizer holds them: its lr before the schedule's scale.
+struct GroupHyper {
+  double lr, weight_decay;
+};
+
 class Optimizer {
  public:
-  explicit Optimizer(std::vector<Tensor> params);
+  // `name` ("AdamW") and the options' lr and weight decay, the defaults of every group. Throws,
+  // naming the group, on a negative lr or weight decay and on a parameter given twice.
+  Optimizer(const char* name, std::vector<ParamGroup> groups, GroupHyper defaults);
   virtual ~Optimizer() = default;
 
   // Parameters without a grad are skipped. Throws naming the parameter when its grad's shape or
@@ -37,20 +61,29 @@ class Optimizer {
   void step();
   void zero_grad();
 
-  double lr() const { return lr_; }
-  void set_lr(double lr) { lr_ = lr; }
+  // Group g steps with lr(g) = groups()[g].lr * scale; the scale starts at 1.
+  void set_lr_scale(double scale);
+  double lr(size_t group = 0) const;
+  const std::vector<GroupHyper>& groups() const { return groups_; }
   int64_t steps() const { return steps_; }
   const std::vector<Tensor>& params() const { return params_; }
 
-  // "step", one entry per buffer, named "<buffer>.<parameter index>", and "master.<index>" for
-  // each bfloat16 parameter.
+  // "step"; "group.<g>.params" (its parameter count), "group.<g>.lr" and "group.<g>.weight_decay"
+  // for each group; one entry per buffer, named "<buffer>.<parameter index>"; and
+  // "master.<index>" for each bfloat16 parameter.
   NamedTensors state() const;
-  // Throws naming the entry if a buffer is missing or has the wrong shape or dtype.
+  // Restores the buffers, the step count and each group's lr and weight decay (as torch's
+  // load_state_dict). Throws, changing nothing, naming the entry if a buffer is missing or has the
+  // wrong shape or dtype, and naming the group if the groups differ in number or size. A state
+  // saved without groups (before they existed) loads only into an optimizer of one group, whose
+  // hyper-parameters it keeps.
   void load_state(const NamedTensors& state);
 
  protected:
-  // Updates weights(k) from grads[i] for each k = stepped[i], all of one dtype and device.
-  virtual void update(const std::vector<size_t>& stepped, const std::vector<Tensor>& grads) = 0;
+  // Updates weights(k) from grads[i] for each k = stepped[i], all of one group, dtype and device,
+  // with the group's lr (scaled) and weight decay.
+  virtual void update(const GroupHyper& group, const std::vector<size_t>& stepped,
+                      const std::vector<Tensor>& grads) = 0;
   // Buffers per parameter, e.g. {"exp_avg", "exp_avg_sq"}; created zeroed on first use, in the
   // weights' dtype.
   virtual std::vector<std::string> buffer_names() const = 0;
@@ -68,16 +101,22 @@ class Optimizer {
     });
   }
 
-  std::vector<Tensor> params_;
-  double lr_ = 0;
   int64_t steps_ = 0;
 
  private:
+  std::vector<Tensor> params_;
+  std::vector<GroupHyper> groups_;
+  std::vector<size_t> group_of_;              // [param]
+  double lr_scale_ = 1;
   std::vector<std::vector<Tensor>> buffers_;  // [name][param]
   std::vector<Tensor> masters_;               // float32 copies of the bfloat16 parameters
 
   // Moves and casts the buffers and masters after their parameters (see the top of this file).
   void follow_parameters();
+  int64_t group_size(size_t group) const;
+  // The groups' hyper-parameters in `state`, checked against the optimizer's groups (its own
+  // for a state saved without groups).
+  std::vector<GroupHyper> loaded_groups(const NamedTensors& state) const;
   // t as state() saves it for parameter k: a copy on the CPU in k's update dtype.
   Tensor saved(const Tensor& t, size_t k) const;
 

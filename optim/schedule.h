@@ -1,4 +1,6 @@
-// Learning-rate schedules.
+// Learning-rate schedules. With base_lr 1 a schedule gives the factor for
+// Optimizer::set_lr_scale, which multiplies every parameter group's own lr, as PyTorch's
+// schedulers scale each group's initial lr.
 #pragma once
 
 #include <cstdint>

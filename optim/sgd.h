@@ -19,10 +19,14 @@ struct SGDOptions {
 
 class SGD : public Optimizer {
  public:
-  SGD(std::vector<Tensor> params, SGDOptions options);
+  // options.lr and options.weight_decay are the defaults of the groups that leave them unset.
+  SGD(std::vector<ParamGroup> groups, SGDOptions options);
+  SGD(std::vector<Tensor> params, SGDOptions options)
+      : SGD(std::vector<ParamGroup>{{std::move(params)}}, options) {}
 
  private:
-  void update(const std::vector<size_t>& stepped, const std::vector<Tensor>& grads) override;
+  void update(const GroupHyper& group, const std::vector<size_t>& stepped,
+              const std::vector<Tensor>& grads) override;
   std::vector<std::string> buffer_names() const override { return {"momentum_buffer"}; }
   SGDOptions options_;
 };

@@ -177,6 +177,173 @@ TEST(Checkpoint, SavesAndRestoresParametersOptimizerAndStep) {
   testing::expect_error([&] { save_checkpoint(path, {{"w", w}}, opt, 42); }, {"step 42", "optimizer's 1 steps"});
 }
 
+Tensor vector_param(std::vector<double> values) {
+  Tensor p = from_vector<double>(values, {int64_t(values.size())});
+  p.set_requires_grad(true);
+  return p;
+}
+
+TEST(ParamGroups, AGroupWithoutDecayLeavesAZeroGradParameterWhileTheDecayedGroupShrinks) {
+  // Group 0 decays (wd 0.1), group 1 does not (wd 0): with zero grads m = v = 0, so the decayed
+  // zero-grad parameter is p (1 - lr wd)^t and the undecayed one stays as it was, bit for bit,
+  // while a decayed parameter with a grad follows the whole AdamW formula, in float64.
+  const AdamWOptions o{0.1, 0.9, 0.999, 1e-8, 0.5};
+  Tensor shrinks = vector_param({1, -2}), kept = vector_param({3, -4}), learns = vector_param({0.5});
+  AdamW opt({{{shrinks, learns}, 0.1}, {{kept}, 0.0}}, o);
+  double p = 0.5, m = 0, v = 0;
+  for (int t = 1; t <= 3; ++t) {
+    const double g = 0.3 * t;
+    shrinks.set_grad(zeros({2}, DType::Float64));
+    kept.set_grad(zeros({2}, DType::Float64));
+    learns.set_grad(full({1}, g, DType::Float64));
+    opt.step();
+    m = o.beta1 * m + (1 - o.beta1) * g;
+    v = o.beta2 * v + (1 - o.beta2) * g * g;
+    const double m_hat = m / (1 - std::pow(o.beta1, t)), v_hat = v / (1 - std::pow(o.beta2, t));
+    p = p * (1 - o.lr * 0.1) - o.lr * m_hat / (std::sqrt(v_hat) + o.eps);
+    EXPECT_NEAR(learns.item(), p, 1e-15) << "step " << t;
+    const double decay = std::pow(1 - o.lr * 0.1, t);
+    const auto shrunk = shrinks.to_vector<double>();
+    EXPECT_NEAR(shrunk[0], 1 * decay, 1e-15);
+    EXPECT_NEAR(shrunk[1], -2 * decay, 1e-15);
+    EXPECT_EQ(kept.to_vector<double>(), (std::vector<double>{3, -4}));
+  }
+  EXPECT_EQ(opt.groups()[0].weight_decay, 0.1);
+  EXPECT_EQ(opt.groups()[1].weight_decay, 0.0);
+  EXPECT_EQ(opt.groups()[1].lr, o.lr);  // unset: the options' lr
+}
+
+TEST(ParamGroups, EachGroupStepsWithItsOwnLrTimesTheSchedulesScale) {
+  // SGD, grad 1: p = p - lr (1 + wd p) for each group's lr and weight decay.
+  Tensor fast = param(1), slow = param(1);
+  SGD sgd({{{fast}, std::nullopt, 0.1}, {{slow}, 0.5}}, SGDOptions{0.01});
+  auto step = [&] {
+    fast.set_grad(full({1}, 1.0, DType::Float64));
+    slow.set_grad(full({1}, 1.0, DType::Float64));
+    sgd.step();
+  };
+  step();
+  EXPECT_NEAR(fast.item(), 1 - 0.1, 1e-15);
+  EXPECT_NEAR(slow.item(), 1 - 0.01 * (1 + 0.5), 1e-15);
+  sgd.set_lr_scale(0.5);
+  EXPECT_DOUBLE_EQ(sgd.lr(0), 0.05);
+  EXPECT_DOUBLE_EQ(sgd.lr(1), 0.005);
+  const double slow_before = slow.item();
+  step();
+  EXPECT_NEAR(fast.item(), 0.9 - 0.05, 1e-15);
+  EXPECT_NEAR(slow.item(), slow_before - 0.005 * (1 + 0.5 * slow_before), 1e-15);
+  EXPECT_EQ(sgd.groups()[0].lr, 0.1);  // the base lr is kept; the scale multiplies it
+  testing::expect_error([&] { sgd.set_lr_scale(-1); }, {"lr scale -1"});
+}
+
+// An AdamW of two groups (lr 0.1, wd 0.2 and the defaults lr 0.01, wd 0) over a, b and c, and the
+// grads of its step s.
+struct TwoGroups {
+  Tensor a = vector_param({1, 2}), b = vector_param({-1}), c = vector_param({0.5, 0.25, 2});
+  AdamW opt;
+  explicit TwoGroups(AdamWOptions defaults = {0.01, 0.9, 0.999, 1e-8, 0})
+      : opt({{{a, b}, 0.2, 0.1}, {{c}}}, defaults) {}
+  void step(int s) {
+    a.set_grad(from_vector<double>({0.1 * s, -0.3}, {2}));
+    b.set_grad(from_vector<double>({0.2 / (s + 1)}, {1}));
+    c.set_grad(from_vector<double>({-0.1, 0.05 * s, 0.4}, {3}));
+    opt.step();
+  }
+  std::vector<double> values() const {
+    std::vector<double> all;
+    for (const Tensor& p : {a, b, c}) for (double x : p.to_vector<double>()) all.push_back(x);
+    return all;
+  }
+};
+
+TEST(ParamGroups, StateRoundTripRestoresEachGroupsHyperParametersAndContinuesIdentically) {
+  TwoGroups reference;
+  for (int s = 0; s < 6; ++s) reference.step(s);
+  TwoGroups first;
+  for (int s = 0; s < 3; ++s) first.step(s);
+  const NamedTensors saved = first.opt.state();
+  EXPECT_EQ(saved.at("group.0.params").to_vector<int64_t>(), std::vector<int64_t>{2});
+  EXPECT_EQ(saved.at("group.1.weight_decay").to_vector<double>(), std::vector<double>{0});
+  // Made with other defaults: the saved groups' lr and weight decay replace them.
+  TwoGroups resumed(AdamWOptions{0.5, 0.9, 0.999, 1e-8, 0.3});
+  resumed.a.copy_(first.a), resumed.b.copy_(first.b), resumed.c.copy_(first.c);
+  resumed.opt.load_state(saved);
+  EXPECT_EQ(resumed.opt.groups()[1].lr, 0.01);
+  EXPECT_EQ(resumed.opt.groups()[1].weight_decay, 0.0);
+  for (int s = 3; s < 6; ++s) resumed.step(s);
+  EXPECT_EQ(resumed.values(), reference.values());
+}
+
+TEST(ParamGroups, CheckpointKeepsTheGroups) {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/groups";
+  TwoGroups saved;
+  for (int s = 0; s < 2; ++s) saved.step(s);
+  save_checkpoint(path, {{"a", saved.a}, {"b", saved.b}, {"c", saved.c}}, saved.opt, 2);
+  TwoGroups loaded(AdamWOptions{0.5, 0.9, 0.999, 1e-8, 0.3});
+  EXPECT_EQ(load_checkpoint(path, {{"a", loaded.a}, {"b", loaded.b}, {"c", loaded.c}}, loaded.opt), 2);
+  EXPECT_EQ(loaded.values(), saved.values());
+  for (size_t g = 0; g < 2; ++g) {
+    EXPECT_EQ(loaded.opt.groups()[g].lr, saved.opt.groups()[g].lr);
+    EXPECT_EQ(loaded.opt.groups()[g].weight_decay, saved.opt.groups()[g].weight_decay);
+  }
+  saved.step(2), loaded.step(2);
+  EXPECT_EQ(loaded.values(), saved.values());
+
+  // The same parameters split differently: refused, naming the group, with nothing changed.
+  Tensor a = vector_param({7, 7}), b = vector_param({7}), c = vector_param({7, 7, 7});
+  AdamW other({{{a}}, {{b, c}}}, {});
+  testing::expect_error([&] { load_checkpoint(path, {{"a", a}, {"b", b}, {"c", c}}, other); },
+                        {"group 0 has 2 parameters", "the optimizer's group 0 has 1"});
+  EXPECT_EQ(a.to_vector<double>(), (std::vector<double>{7, 7}));
+  AdamW one_group({a, b, c}, {});
+  testing::expect_error([&] { load_checkpoint(path, {{"a", a}, {"b", b}, {"c", c}}, one_group); },
+                        {"has 2 parameter groups, the optimizer 1"});
+}
+
+TEST(ParamGroups, AStateSavedWithoutGroupsLoadsOnlyIntoOneGroup) {
+  // As a checkpoint made before groups existed holds it: the step and the buffers only.
+  TwoGroups grouped;
+  grouped.step(0);
+  NamedTensors old = grouped.opt.state();
+  for (auto it = old.begin(); it != old.end();) it = it->first.rfind("group.", 0) == 0 ? old.erase(it) : std::next(it);
+  testing::expect_error([&] { grouped.opt.load_state(old); },
+                        {"saved without parameter groups", "optimizer of one group", "has 2"});
+  Tensor a = vector_param({1, 2}), b = vector_param({-1}), c = vector_param({0.5, 0.25, 2});
+  AdamW single({a, b, c}, {0.02, 0.9, 0.999, 1e-8, 0.1});
+  single.load_state(old);
+  EXPECT_EQ(single.steps(), 1);
+  EXPECT_EQ(single.groups()[0].lr, 0.02);  // its own hyper-parameters stay
+  EXPECT_EQ(single.groups()[0].weight_decay, 0.1);
+}
+
+TEST(ParamGroups, BadGroupsAreRefusedNamingTheGroup) {
+  Tensor a = param(1), b = param(2);
+  testing::expect_error([&] { AdamW({{{a, b}}, {{b}, 0.0}}, {}); },
+                        {"AdamW", "shape [1]", "in group 0 and again in group 1"});
+  testing::expect_error([&] { SGD({{{a, a}}}, SGDOptions{}); }, {"SGD", "in group 0 and again in group 0"});
+  testing::expect_error([&] { AdamW({{{a}}, {{b}, -0.1}}, {}); }, {"AdamW: group 1", "weight_decay -0.1"});
+  testing::expect_error([&] { SGD({{{a}, std::nullopt, -1.0}}, SGDOptions{}); }, {"SGD: group 0", "lr -1"});
+
+  TwoGroups two;
+  two.step(0);
+  const NamedTensors good = two.opt.state();
+  auto without = [&](const std::string& name) {
+    NamedTensors edited = good;
+    edited.erase(name);
+    return edited;
+  };
+  testing::expect_error([&] { two.opt.load_state(without("group.1.lr")); }, {"missing float64 entry 'group.1.lr'"});
+  testing::expect_error([&] { two.opt.load_state(without("group.1.params")); },
+                        {"has 1 parameter groups, the optimizer 2"});
+  NamedTensors negative = good;
+  negative["group.1.weight_decay"] = from_vector<double>({-2}, {1});
+  testing::expect_error([&] { two.opt.load_state(negative); }, {"group 1", "weight_decay -2"});
+  NamedTensors extra = good;
+  extra["group.2.params"] = from_vector<int64_t>({0}, {1});
+  testing::expect_error([&] { two.opt.load_state(extra); }, {"has 3 parameter groups, the optimizer 2"});
+  EXPECT_EQ(two.opt.groups()[0].lr, 0.1);  // unchanged by the refused loads
+}
+
 // A checkpoint of one trained parameter, rewritten with `edit` applied to its tensors and metadata.
 std::string edited_checkpoint(const std::string& name, const std::function<void(Safetensors&)>& edit) {
   const std::string path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
@@ -277,6 +444,60 @@ std::unique_ptr<Optimizer> make_optimizer(bool adamw, const std::vector<Tensor>&
   return std::make_unique<SGD>(params, SGDOptions{0.1, 0.9});
 }
 
+TEST(GradientAccumulation, MicroBatchesWithScaledLossesMakeTheFullBatchStep) {
+  // N micro-batches of B / N rows, each mean loss scaled by 1 / N, sum to the full batch's mean
+  // loss, so their grads, accumulated on the leaves over N backward calls, are the full batch's,
+  // and so is the step (float64, AdamW with a decayed and an undecayed group).
+  constexpr int kMicro = 4;
+  const Batch data = batch(DType::Float64);  // 16 rows
+  auto make = [](Sequential& model) {
+    model.to(DType::Float64);
+    const std::vector<Tensor> p = model.parameters();  // linear0.weight, bias0, linear1.weight
+    return AdamW({{{p[0], p[2]}, 0.1}, {{p[1]}, 0.0}}, AdamWOptions{0.01});
+  };
+  Sequential full = small_mlp(), micro = small_mlp();
+  AdamW full_opt = make(full), micro_opt = make(micro);
+  for (int step = 0; step < 3; ++step) {
+    full_opt.zero_grad();
+    backward(mse(full(data.x), data.y));
+    micro_opt.zero_grad();
+    const int64_t rows = data.x.size(0) / kMicro;
+    for (int m = 0; m < kMicro; ++m) {
+      const Tensor x = data.x.slice(m * rows, (m + 1) * rows), y = data.y.slice(m * rows, (m + 1) * rows);
+      backward(scale(mse(micro(x), y), 1.0 / kMicro));
+    }
+    for (size_t k = 0; k < full.parameters().size(); ++k) {
+      const auto want = full.parameters()[k].grad().to_vector<double>();
+      const auto got = micro.parameters()[k].grad().to_vector<double>();
+      for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-12) << "grad " << k << ", " << i;
+    }
+    full_opt.step();
+    micro_opt.step();
+  }
+  for (size_t k = 0; k < full.parameters().size(); ++k) {
+    const auto want = full.parameters()[k].to_vector<double>();
+    const auto got = micro.parameters()[k].to_vector<double>();
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-10) << "parameter " << k << ", " << i;
+  }
+}
+
+TEST(GradientAccumulation, LeafGradsAddUpOverBackwardCallsUntilZeroGrad) {
+  Sequential model = small_mlp();
+  model.to(DType::Float64);
+  const Batch data = batch(DType::Float64);
+  const Tensor w = model.parameters()[0];
+  backward(mse(model(data.x), data.y));
+  const auto once = w.grad().to_vector<double>();
+  backward(mse(model(data.x), data.y));
+  const auto twice = w.grad().to_vector<double>();
+  for (size_t i = 0; i < once.size(); ++i) EXPECT_NEAR(twice[i], 2 * once[i], 1e-15 * std::abs(once[i]) + 1e-300);
+  AdamW opt(model.parameters(), {});
+  opt.zero_grad();
+  EXPECT_FALSE(w.grad().defined());
+  backward(mse(model(data.x), data.y));
+  EXPECT_EQ(w.grad().to_vector<double>(), once);
+}
+
 TEST(ModelConvertedInPlace, OptimizerMadeBeforeToTrainsTheConvertedParameters) {
   for (bool adamw : {false, true}) {
     SCOPED_TRACE(adamw ? "AdamW" : "SGD");
@@ -327,13 +548,14 @@ TEST(ModelConvertedInPlace, StateOfAnOptimizerThatSteppedFollowsTheParameters) {
     EXPECT_EQ(train(by_hand, *first, batch(DType::Float32), 5), losses);
 
     followed.to(DType::Float64);
+    auto is_buffer = [](const std::string& name) { return name != "step" && name.rfind("group.", 0) != 0; };
     for (const auto& [name, value] : opt->state()) {
-      if (name != "step") {
+      if (is_buffer(name)) {
         EXPECT_EQ(value.dtype(), DType::Float64) << name;  // as the next step will hold it
       }
     }
     NamedTensors cast;
-    for (const auto& [name, value] : first->state()) cast[name] = name == "step" ? value : value.to(DType::Float64);
+    for (const auto& [name, value] : first->state()) cast[name] = is_buffer(name) ? value.to(DType::Float64) : value;
     by_hand.to(DType::Float64);
     const std::unique_ptr<Optimizer> loaded = make_optimizer(adamw, by_hand.parameters());
     loaded->load_state(cast);
