@@ -5,9 +5,10 @@
 #include "fuser/fusion_check.h"
 #include "fuser/registry.h"
 #include "ops/fused/backward_activation_bias.h"
-#include "ops/fused/backward_add_rmsnorm.h"
+#include "ops/fused/backward_add_norm.h"
 #include "ops/fused/backward_linear_add.h"
 #include "ops/fused/flash_attention.h"
+#include "ops/fused/forward_add_norm.h"
 #include "ops/fused/forward_conv_bias_activation.h"
 #include "ops/fused/forward_linear_bias_activation.h"
 #include "ops/fused/forward_linear_bias_add.h"
@@ -20,9 +21,10 @@ const bool kRegistered = [] {
       forward_linear_bias_add_fusion(),  // before ForwardLinearBiasActivation, which would take its Linear, Bias
       forward_linear_bias_activation_fusion(),
       forward_conv_bias_activation_fusion(),
+      forward_add_norm_fusion(),  // after ForwardLinearBiasAdd: a residual add after a Linear goes there
       backward_linear_add_fusion(),
       backward_activation_bias_fusion(),
-      backward_add_rmsnorm_fusion(),
+      backward_add_norm_fusion(),
       flash_attention_fusion(),
   };
   for (const FusionDefinition& fusion : builtins) {

@@ -5,12 +5,16 @@
 //             dw = sum_rows dy * xhat
 // LayerNorm: mu = mean_j x_j;  rstd = 1 / sqrt(mean_j (x_j - mu)^2 + eps);  xhat = (x - mu) * rstd
 //   y = xhat * w + b
-//   backward: g = dy * w;  dx = rstd * (g - mean_j g_j - xhat * mean_j(g_j xhat_j))
+//   backward: g = dy * w;  dx = rstd * (g - mean_j g_j - xhat * mean_j(g_j xhat_j)) (+ residual_grad)
 //             dw = sum_rows dy * xhat;  db = sum_rows dy
 //
-// The backward kernels read x, dy and the row statistics once per row. `residual_grad`, when not
-// null, is added to dx in the same pass (the fused add-and-norm backward); dx, dw and db may be
-// null (not needed). The row statistics (mean, rstd), eps and every sum are in compute_t<T>:
+// The fused add-and-norm, as llm.c fuses the residual add into its layernorm: the forward
+// kernels' `residual`, when not null, makes x the sum h = x + residual, written to `sum` (rounded
+// to T, as a separate add would) and normalized in the same pass; the backward kernels'
+// `residual_grad`, when not null, is added to dx in the same pass.
+//
+// The backward kernels read x, dy and the row statistics once per row; dx, dw and db may be null
+// (not needed). The row statistics (mean, rstd), eps and every sum are in compute_t<T>:
 // float32 for bfloat16. Kernels: kernels/cpu/norms.cc and kernels/cuda/norms.cu.
 #pragma once
 
@@ -23,6 +27,8 @@ namespace fuselab::kernels {
 template <class T>
 struct RMSNormForward {
   const T* x;
+  const T* residual;  // may be null
+  T* sum;             // x + residual, when residual is given
   const T* w;
   T* y;
   compute_t<T>* rstd;  // [rows]
@@ -47,6 +53,8 @@ struct RMSNormBackward {
 template <class T>
 struct LayerNormForward {
   const T* x;
+  const T* residual;  // may be null
+  T* sum;             // x + residual, when residual is given
   const T* w;
   const T* b;
   T* y;
@@ -64,6 +72,7 @@ struct LayerNormBackward {
   const compute_t<T>* mean;
   const compute_t<T>* rstd;
   const T* dy;
+  const T* residual_grad;
   T* dx;
   T* dw;
   T* db;

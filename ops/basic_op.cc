@@ -26,10 +26,10 @@ void BasicOp::check_input(const Tensor& x, int64_t features) const {
         " of shape ", x.shape());
   check(x.dim() >= 1 && (features < 0 || x.size(-1) == features), describe(), ": input of shape ", x.shape(),
         " must have last dim ", features);
-  if (!params_.empty()) {
-    const Tensor& p = params_[0];
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const Tensor& p = params_[k];
     check(x.device() == p.device() && x.dtype() == p.dtype(), describe(), ": input ", x.shape(), " ", x.dtype(),
-          " on ", x.device(), " does not match parameters ", p.dtype(), " on ", p.device());
+          " on ", x.device(), " does not match parameter ", param_names_.at(k), " ", p.dtype(), " on ", p.device());
   }
   check(x.device().is_cpu() || has_cuda_kernels(), describe(), " on ", x.device(), " (input of shape ", x.shape(),
         ") is not implemented yet: its kernels are CPU-only so far");

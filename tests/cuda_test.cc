@@ -358,26 +358,35 @@ TEST_F(Cuda, LinearEpiloguesMatchCpu) {
   }
 }
 
-// MakeExtraOutput + RMSNorm whose extra output also feeds the loss: the fused BackwardAddRMSNorm
-// adds the residual's grad inside the norm's backward kernel, on the norm kernels' edge sizes
-// (RMSNorm alone is in the op-case table).
-TEST_F(Cuda, BackwardAddRMSNormMatchesCpu) {
+// MakeExtraOutput + RMSNorm or LayerNorm whose extra output also feeds the loss: the fused
+// BackwardAddNorm adds the residual's grad inside the norm's backward kernel, on the norm
+// kernels' edge sizes (the norms alone are in the op-case table).
+std::string norm_name(bool layer_norm) { return layer_norm ? "LayerNorm" : "RMSNorm"; }
+
+TEST_F(Cuda, BackwardAddNormMatchesCpu) {
   for (DType dtype : {DType::Float32, DType::Float64}) {
     for (const Shape& shape : {Shape{1, 1}, Shape{7, 1000}, Shape{300, 4099}, Shape{70000, 3}}) {
       const Tensor x = random(shape, dtype, 1);
       const Tensor w = add(math::scaled(random({shape[1]}, dtype, 2), 0.1), full({shape[1]}, 1.0, dtype));
-      expect_gpu_matches_cpu(
-          {x, w},
-          [&](const auto& in) {
-            Sequential model({std::make_shared<MakeExtraOutput>()});
-            auto norm = std::make_shared<RMSNorm>(shape[1]);
-            norm->parameter(0) = in[1];  // the weight under test: a leaf whose grad is compared
-            model.append(norm);
-            const SequentialOutput out = model(in[0], {});
-            EXPECT_NE(model.describe().find("BackwardAddRMSNorm"), std::string::npos) << model.describe();
-            return add(out.output, scale(out.extra_outputs.at(0), 0.5));
-          },
-          "RMSNorm " + describe(shape) + " with the residual's grad");
+      for (bool layer_norm : {false, true}) {
+        expect_gpu_matches_cpu(
+            {x, w},
+            [&](const auto& in) {
+              Sequential model({std::make_shared<MakeExtraOutput>()});
+              std::shared_ptr<NormOp> norm;
+              if (layer_norm) {
+                norm = std::make_shared<LayerNorm>(shape[1]);
+              } else {
+                norm = std::make_shared<RMSNorm>(shape[1]);
+              }
+              norm->parameter(0) = in[1];  // the weight under test: a leaf whose grad is compared
+              model.append(norm).to(in[0].dtype()).to(in[0].device());  // LayerNorm's bias
+              const SequentialOutput out = model(in[0], {});
+              EXPECT_NE(model.describe().find("BackwardAddNorm"), std::string::npos) << model.describe();
+              return add(out.output, scale(out.extra_outputs.at(0), 0.5));
+            },
+            norm_name(layer_norm) + " " + describe(shape) + " with the residual's grad");
+      }
     }
   }
 }
@@ -518,6 +527,11 @@ TEST_F(Cuda, MixingDevicesIsAClearError) {
   testing::expect_error([] { matmul(zeros({2, 2}), zeros({2, 2}).to(kGpu)); }, {"matmul", "cpu", "cuda:0"});
   testing::expect_error([] { cross_entropy(zeros({2, 3}).to(kGpu), zeros({2}, DType::Int64)); },
                         {"cross_entropy", "int64", "cpu", "cuda:0"});
+  // Every parameter is checked, not only the first: a bias left on the CPU is named.
+  auto norm = std::make_shared<LayerNorm>(3);
+  norm->weight().set_data(norm->weight().to(kGpu));
+  testing::expect_error([&] { Sequential({norm})(zeros({2, 3}).to(kGpu)); },
+                        {"LayerNorm", "parameter bias", "cpu", "cuda:0"});
 }
 
 TEST(CudaBuild, DeviceCountIsSafeWithoutADriver) {

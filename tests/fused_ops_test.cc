@@ -10,6 +10,7 @@
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/bias.h"
+#include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
@@ -45,8 +46,10 @@ std::vector<FusionCase> cases() {
        1, "ForwardLinearBiasAdd(linear0, addextrainput0)", ""},
       {"BranchLinear", [](int64_t h) { return Ops{std::make_shared<MakeExtraOutput>(), std::make_shared<Linear>(h, h)}; },
        0, "", "BackwardLinearAdd(makeextraoutput0, linear0)"},
-      {"AddNorm", [](int64_t h) { return Ops{std::make_shared<AddExtraInput>(), std::make_shared<MakeExtraOutput>(), std::make_shared<RMSNorm>(h)}; },
-       1, "", "BackwardAddRMSNorm(makeextraoutput0, rmsnorm0)"},
+      {"AddRMSNorm", [](int64_t h) { return Ops{std::make_shared<AddExtraInput>(), std::make_shared<MakeExtraOutput>(), std::make_shared<RMSNorm>(h)}; },
+       1, "ForwardAddNorm(addextrainput0, makeextraoutput0, rmsnorm0)", "BackwardAddNorm(makeextraoutput0, rmsnorm0)"},
+      {"AddLayerNorm", [](int64_t h) { return Ops{std::make_shared<AddExtraInput>(), std::make_shared<MakeExtraOutput>(), std::make_shared<LayerNorm>(h)}; },
+       1, "ForwardAddNorm(addextrainput0, makeextraoutput0, layernorm0)", "BackwardAddNorm(makeextraoutput0, layernorm0)"},
   };
 }
 

@@ -17,8 +17,8 @@
 // rstd and dw are O(rows + cols)); the copy reads and writes once. That is the GPU RMSNorm
 // target: at least 80% of the copy's bandwidth. mlp_block reports TFLOP/s of its GEMM work.
 //
-// --per-fusion measures each registered fusion that fires on the model alone against fusion
-// off, interleaved: forward+backward time and the bytes held between forward and backward (the
+// --per-fusion measures each registered fusion that fires on the model (with every fusion on)
+// alone against fusion off, interleaved: forward+backward time and the bytes held between forward and backward (the
 // saved activations and the output). Kernel launches are a CUDA figure (GPU performance targets).
 //
 // Models (tools/bench_models.h; --tokens is the batch's rows, --hidden the model's width):
@@ -308,15 +308,22 @@ std::vector<std::string> fused_entries(Sequential& seq) {
   return entries;
 }
 
-// Each registered fusion that fires on the model, alone, against fusion off.
+// Each registered fusion that fires on the model with every fusion on, alone, against fusion off.
+// (A fusion that fires only alone, where another takes its ops first, would be measured for a
+// model nobody runs.)
 PerFusion measure_per_fusion(const BenchModel& model, const ModelSizes& sizes, DType dtype, Device device, int iters) {
   PerFusion result;
   Runner all(model, sizes, dtype, device, true);
   result.all_fusions = all.seq.describe();
+  const std::vector<std::string> all_entries = fused_entries(all.seq);
+  auto fires_with_all_on = [&](const std::string& name) {
+    return std::any_of(all_entries.begin(), all_entries.end(),
+                       [&](const std::string& e) { return e.rfind(name + "(", 0) == 0; });
+  };
   for (const std::string& name : registered_fusion_names()) {
+    if (!fires_with_all_on(name)) continue;
     Runner only(model, sizes, dtype, device, true, name), off(model, sizes, dtype, device, false);
     std::vector<std::string> entries = fused_entries(only.seq);
-    if (entries.empty()) continue;
     for (int i = 0; i < 3; ++i) only.time(true), off.time(true);
     std::vector<double> a, b;
     for (int i = 0; i < iters; ++i) {

@@ -24,6 +24,19 @@ void rows_with_param_grads(int64_t rows, int64_t cols, T* dw, T* db, Row&& row) 
   for (int64_t c = 0; db && c < cols; ++c) db[c] = T(sums[size_t(cols + c)]);
 }
 
+// Row r of the norm's input: x's, or the sum x + residual, written to `sum` first (the row then
+// stays in cache for the norm's passes).
+template <class T>
+const T* input_row(const T* x, const T* residual, T* sum, int64_t r, int64_t cols) {
+  const T* xr = x + r * cols;
+  if (!residual) return xr;
+  const T* rr = residual + r * cols;
+  T* hr = sum + r * cols;
+#pragma omp simd
+  for (int64_t c = 0; c < cols; ++c) hr[c] = T(compute_t<T>(xr[c]) + compute_t<T>(rr[c]));
+  return hr;
+}
+
 }  // namespace
 
 template <class T>
@@ -31,7 +44,7 @@ void RMSNormForward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
 #pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * cols;
+    const T* xr = input_row(x, residual, sum, r, cols);
     T* yr = y + r * cols;
     C sum_sq = 0;
 #pragma omp simd reduction(+ : sum_sq)
@@ -79,7 +92,7 @@ void LayerNormForward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
 #pragma omp parallel for schedule(static) if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * cols;
+    const T* xr = input_row(x, residual, sum, r, cols);
     T* yr = y + r * cols;
     C total = 0;
 #pragma omp simd reduction(+ : total)
@@ -114,8 +127,16 @@ void LayerNormBackward<T>::cpu(KernelContext&) const {
     const C mean_g = sum_g / C(cols), mean_g_xhat = sum_g_xhat / C(cols);
     if (dx) {
       T* dxr = dx + r * cols;
+      if (residual_grad) {
+        const T* rgr = residual_grad + r * cols;
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) dxr[c] = s * (dyr[c] * wr[c] - mean_g - (xr[c] - mu) * s * mean_g_xhat);
+        for (int64_t c = 0; c < cols; ++c) {
+          dxr[c] = s * (dyr[c] * wr[c] - mean_g - (xr[c] - mu) * s * mean_g_xhat) + rgr[c];
+        }
+      } else {
+#pragma omp simd
+        for (int64_t c = 0; c < cols; ++c) dxr[c] = s * (dyr[c] * wr[c] - mean_g - (xr[c] - mu) * s * mean_g_xhat);
+      }
     }
     if (dw) {
 #pragma omp simd

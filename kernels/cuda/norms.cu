@@ -35,20 +35,37 @@ __device__ const Pack<T, K>* packs_of(const T* row) {
   return reinterpret_cast<const Pack<T, K>*>(row);
 }
 
+// Pack p of the norm's input row: x's, or x + residual, stored to the sum row first. The thread
+// that stores a pack is the one that reads it back, so no barrier is needed between the passes.
 template <class T, int K>
-__global__ void rmsnorm_forward_kernel(const T* x, const T* w, T* y, compute_t<T>* rstd, int64_t cols,
-                                       compute_t<T> eps) {
+__device__ Pack<T, K> input_pack(const Pack<T, K>* xr, const Pack<T, K>* rr, Pack<T, K>* hr, int64_t p) {
+  using C = compute_t<T>;
+  Pack<T, K> v = xr[p];
+  if (rr) {
+    const Pack<T, K> rv = rr[p];
+    for (int k = 0; k < K; ++k) v.v[k] = T(C(v.v[k]) + C(rv.v[k]));
+    hr[p] = v;
+  }
+  return v;
+}
+
+template <class T, int K>
+__global__ void rmsnorm_forward_kernel(const T* x, const T* residual, T* sum, const T* w, T* y, compute_t<T>* rstd,
+                                       int64_t cols, compute_t<T> eps) {
   using C = compute_t<T>;
   __shared__ C shared[32];
-  const Pack<T, K>* xr = packs_of<T, K>(x + blockIdx.x * cols);
+  const int64_t offset = blockIdx.x * cols;
+  const Pack<T, K>* rr = residual ? packs_of<T, K>(residual + offset) : nullptr;
+  Pack<T, K>* hr = residual ? reinterpret_cast<Pack<T, K>*>(sum + offset) : nullptr;
   const Pack<T, K>* wp = packs_of<T, K>(w);
-  Pack<T, K>* yr = reinterpret_cast<Pack<T, K>*>(y + blockIdx.x * cols);
+  Pack<T, K>* yr = reinterpret_cast<Pack<T, K>*>(y + offset);
   const int64_t packs = cols / K;
   C sum_squares = C(0);
   for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
-    const Pack<T, K> xv = xr[p];
+    const Pack<T, K> xv = input_pack(packs_of<T, K>(x + offset), rr, hr, p);
     for (int k = 0; k < K; ++k) sum_squares += C(xv.v[k]) * C(xv.v[k]);
   }
+  const Pack<T, K>* xr = residual ? hr : packs_of<T, K>(x + offset);
   const C r = C(1) / sqrt(block_sum(sum_squares, shared) / C(cols) + eps);
   for (int64_t p = threadIdx.x; p < packs; p += blockDim.x) {
     const Pack<T, K> xv = xr[p], wv = wp[p];
@@ -114,14 +131,17 @@ struct WeightGradTerms {
 };
 
 template <class T>
-__global__ void layernorm_forward_kernel(const T* x, const T* w, const T* b, T* y, compute_t<T>* mean,
-                                         compute_t<T>* rstd, int64_t cols, compute_t<T> eps) {
+__global__ void layernorm_forward_kernel(const T* x, const T* residual, T* sum, const T* w, const T* b, T* y,
+                                         compute_t<T>* mean, compute_t<T>* rstd, int64_t cols, compute_t<T> eps) {
   using C = compute_t<T>;
   __shared__ C shared[32];
-  const T* xr = x + blockIdx.x * cols;
-  T* yr = y + blockIdx.x * cols;
+  const int64_t offset = blockIdx.x * cols;
+  T* yr = y + offset;
+  const Pack<T, 1>* rr = residual ? packs_of<T, 1>(residual + offset) : nullptr;
+  Pack<T, 1>* hr = residual ? reinterpret_cast<Pack<T, 1>*>(sum + offset) : nullptr;
   C total = C(0);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) total += C(xr[j]);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) total += C(input_pack(packs_of<T, 1>(x + offset), rr, hr, j).v[0]);
+  const T* xr = residual ? sum + offset : x + offset;  // each thread reads back the elements it stored
   const C mu = block_sum(total, shared) / C(cols);
   C var = C(0);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) var += (C(xr[j]) - mu) * (C(xr[j]) - mu);
@@ -133,10 +153,12 @@ __global__ void layernorm_forward_kernel(const T* x, const T* w, const T* b, T* 
   }
 }
 
-// dx = rstd * (g - mean_j g_j - xhat * mean_j(g_j xhat_j)), g = dy * w, xhat = (x - mu) * rstd
+// dx = rstd * (g - mean_j g_j - xhat * mean_j(g_j xhat_j)) (+ residual_grad), g = dy * w,
+// xhat = (x - mu) * rstd
 template <class T>
 __global__ void layernorm_input_grad_kernel(const T* x, const T* w, const compute_t<T>* mean,
-                                            const compute_t<T>* rstd, const T* dy, T* dx, int64_t cols) {
+                                            const compute_t<T>* rstd, const T* dy, const T* residual_grad, T* dx,
+                                            int64_t cols) {
   using C = compute_t<T>;
   __shared__ C shared[32];
   const int64_t offset = blockIdx.x * cols;
@@ -151,7 +173,8 @@ __global__ void layernorm_input_grad_kernel(const T* x, const T* w, const comput
   const C mean_g_xhat = block_sum(sum_g_xhat, shared) / C(cols);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     const C xhat = (C(x[offset + j]) - mu) * s;
-    dx[offset + j] = T(s * (C(dy[offset + j]) * C(w[j]) - mean_g - xhat * mean_g_xhat));
+    const C g = s * (C(dy[offset + j]) * C(w[j]) - mean_g - xhat * mean_g_xhat);
+    dx[offset + j] = T(residual_grad ? g + C(residual_grad[offset + j]) : g);
   }
 }
 
@@ -179,9 +202,10 @@ template <class T>
 void RMSNormForward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
   use_device(ctx.device);
-  with_pack_width<T>(cols, {x, w, y}, [&](auto width) {
+  with_pack_width<T>(cols, {x, residual, sum, w, y}, [&](auto width) {
     constexpr int K = decltype(width)::value;
-    rmsnorm_forward_kernel<T, K><<<unsigned(rows), threads_for(cols / K)>>>(x, w, y, rstd, cols, eps);
+    rmsnorm_forward_kernel<T, K>
+        <<<unsigned(rows), threads_for(cols / K)>>>(x, residual, sum, w, y, rstd, cols, eps);
   });
   check_launch("rmsnorm_forward_kernel");
 }
@@ -206,7 +230,8 @@ template <class T>
 void LayerNormForward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
   use_device(ctx.device);
-  layernorm_forward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, w, b, y, mean, rstd, cols, eps);
+  layernorm_forward_kernel<T>
+      <<<unsigned(rows), threads_for(cols)>>>(x, residual, sum, w, b, y, mean, rstd, cols, eps);
   check_launch("layernorm_forward_kernel");
 }
 
@@ -215,7 +240,8 @@ template <class T>
 void LayerNormBackward<T>::cuda(KernelContext& ctx) const {
   use_device(ctx.device);
   if (dx != nullptr && rows > 0) {
-    layernorm_input_grad_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, w, mean, rstd, dy, dx, cols);
+    layernorm_input_grad_kernel<T>
+        <<<unsigned(rows), threads_for(cols)>>>(x, w, mean, rstd, dy, residual_grad, dx, cols);
     check_launch("layernorm_input_grad_kernel");
   }
   if (dw == nullptr && db == nullptr) return;

@@ -7,45 +7,54 @@
 
 namespace fuselab {
 
-LayerNorm::LayerNorm(int64_t features, double eps) : BasicOp("LayerNorm"), features_(features), eps_(eps) {
-  check(features > 0 && eps >= 0, "LayerNorm: needs features > 0 and eps >= 0, got ", features, ", ", eps);
+LayerNorm::LayerNorm(int64_t features, double eps) : NormOp("LayerNorm", features, eps) {
   add_parameter("weight", ones({features}));
   add_parameter("bias", zeros({features}));
 }
 
-OpForward LayerNorm::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
-  check_input(x, features_);
+Tensor LayerNorm::normalize(OpContext& ctx, const Tensor& x, const Tensor& residual, Tensor* sum) {
+  const Tensor h = sum_buffer(x, residual);
   const int64_t rows = math::rows_of(x);
   Tensor y = empty_like(x);
   const DType stats = compute_dtype(x.dtype());
   Tensor mean = empty({rows}, stats, x.device()), rstd = empty({rows}, stats, x.device());
   launch_floating<WithBFloat16::Yes>("LayerNorm", x, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::LayerNormForward<T>{x.ptr<T>(),  parameter(0).ptr<T>(),    parameter(1).ptr<T>(),
-                                        y.ptr<T>(),  mean.ptr<compute_t<T>>(), rstd.ptr<compute_t<T>>(),
-                                        rows,        features_,                compute_t<T>(eps_)};
+    return kernels::LayerNormForward<T>{x.ptr<T>(),
+                                        ptr_or_null<T>(residual),
+                                        ptr_or_null<T>(h),
+                                        weight().ptr<T>(),
+                                        bias().ptr<T>(),
+                                        y.ptr<T>(),
+                                        mean.ptr<compute_t<T>>(),
+                                        rstd.ptr<compute_t<T>>(),
+                                        rows,
+                                        features(),
+                                        compute_t<T>(eps())};
   });
-  if (ctx.requires_backward()) ctx.save<LayerNormSaved>() = {x, mean, rstd};
-  return {y, {}};
+  if (sum) *sum = h;
+  if (ctx.requires_backward()) ctx.save<LayerNormSaved>() = {h.defined() ? h : x, mean, rstd};
+  return y;
 }
 
-OpBackward LayerNorm::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
+OpBackward LayerNorm::normalize_backward(OpContext& ctx, const Tensor& dy, const Tensor& residual_grad) {
   const LayerNormSaved& saved = ctx.saved<LayerNormSaved>(describe());
   Tensor dx = ctx.input_requires_grad ? empty_like(saved.input) : Tensor();
-  Tensor dw = ctx.params_require_grad.at(0) ? empty_like(parameter(0)) : Tensor();
-  Tensor db = ctx.params_require_grad.at(1) ? empty_like(parameter(1)) : Tensor();
+  Tensor dw = ctx.params_require_grad.at(0) ? empty_like(weight()) : Tensor();
+  Tensor db = ctx.params_require_grad.at(1) ? empty_like(bias()) : Tensor();
   launch_floating<WithBFloat16::Yes>("LayerNorm backward", dy, [&](auto zero) {
     using T = decltype(zero);
     return kernels::LayerNormBackward<T>{saved.input.ptr<T>(),
-                                         parameter(0).ptr<T>(),
+                                         weight().ptr<T>(),
                                          saved.mean.ptr<compute_t<T>>(),
                                          saved.rstd.ptr<compute_t<T>>(),
                                          dy.ptr<T>(),
+                                         ptr_or_null<T>(residual_grad),
                                          ptr_or_null<T>(dx),
                                          ptr_or_null<T>(dw),
                                          ptr_or_null<T>(db),
                                          math::rows_of(dy),
-                                         features_};
+                                         features()};
   });
   return {dx, {}, {dw, db}};
 }

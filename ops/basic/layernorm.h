@@ -2,28 +2,23 @@
 // The math is in kernels/norms.h.
 #pragma once
 
-#include "ops/basic_op.h"
+#include "ops/basic/norm_op.h"
 
 namespace fuselab {
 
 struct LayerNormSaved {
-  Tensor input;
-  Tensor mean;  // [rows]
-  Tensor rstd;  // [rows]
+  Tensor input;  // the norm's input: x, or x + residual when fused with the add
+  Tensor mean;   // [rows]
+  Tensor rstd;   // [rows]
 };
 
-class LayerNorm : public BasicOp {
+class LayerNorm : public NormOp {
  public:
-  bool has_cuda_kernels() const override { return true; }
   explicit LayerNorm(int64_t features, double eps = 1e-5);
-  int64_t features() const { return features_; }
+  Tensor& bias() { return parameter(1); }
 
-  OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override;
-  OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
-
- private:
-  int64_t features_;
-  double eps_;
+  Tensor normalize(OpContext& ctx, const Tensor& x, const Tensor& residual, Tensor* sum) override;
+  OpBackward normalize_backward(OpContext& ctx, const Tensor& dy, const Tensor& residual_grad) override;
 };
 
 }  // namespace fuselab

@@ -1,0 +1,46 @@
+// NormOp: what RMSNorm and LayerNorm share, so that the add-and-norm fusions
+// (ops/fused/forward_add_norm.h, backward_add_norm.h) drive either through one interface, with
+// the math in the norm's own kernels (kernels/norms.h):
+//
+//   normalize(ctx, x, residual, sum):  y = norm(x + residual), the sum x + residual into *sum
+//                                      (residual undefined: y = norm(x)); saves for backward
+//   normalize_backward(ctx, dy, de):   dx = norm backward(dy) + de (de undefined: + 0), and the
+//                                      parameter grads
+//
+// op_forward and op_backward are these without the residual.
+#pragma once
+
+#include "ops/basic_op.h"
+
+namespace fuselab {
+
+class NormOp : public BasicOp {
+ public:
+  using BasicOp::BasicOp;
+  bool has_cuda_kernels() const override { return true; }
+  int64_t features() const { return features_; }
+  double eps() const { return eps_; }
+  Tensor& weight() { return parameter(0); }
+
+  virtual Tensor normalize(OpContext& ctx, const Tensor& x, const Tensor& residual, Tensor* sum) = 0;
+  virtual OpBackward normalize_backward(OpContext& ctx, const Tensor& dy, const Tensor& residual_grad) = 0;
+
+  OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override {
+    return {normalize(ctx, x, Tensor(), nullptr), {}};
+  }
+  OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override {
+    return normalize_backward(ctx, dy, Tensor());
+  }
+
+ protected:
+  NormOp(std::string type, int64_t features, double eps);
+  // x + residual's shape, dtype and device must be x's; returns the sum's buffer (undefined
+  // without a residual).
+  Tensor sum_buffer(const Tensor& x, const Tensor& residual) const;
+
+ private:
+  int64_t features_;
+  double eps_;
+};
+
+}  // namespace fuselab
