@@ -1,6 +1,7 @@
-// OperationFuser: rewrites a Sequential's basic ops into a forward list and a backward list with
-// the registered fusion functions, checks every rewrite, caches the lists, and runs a call as one
-// tape node whose backward walks the backward list in reverse.
+// OperationFuser: rewrites a Sequential's basic ops (all of them, or one group between Modules)
+// into a forward list and a backward list with the registered fusion functions, checks every
+// rewrite, caches the lists, and runs a call as one tape node whose backward walks the backward
+// list in reverse.
 #pragma once
 
 #include <memory>

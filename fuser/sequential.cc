@@ -46,6 +46,7 @@ std::string Sequential::unused_name(const std::string& type) const {
 Sequential& Sequential::insert(int64_t index, Entry entry) {
   const size_t at = checked_index(index, /*allow_end=*/true, "insert");
   check(entry.op || entry.module, "Sequential::insert: null op");
+  check(!entry.module || entry.module->nested().get() != this, "Sequential::insert: a Sequential cannot hold itself");
   for (const Entry& existing : entries_) {
     const bool same = entry.op ? existing.op == entry.op : existing.module == entry.module;
     check(!same, "Sequential::insert: ", entry.describe(), " is already in it");
@@ -362,8 +363,9 @@ bool Sequential::fusion_active() const { return fusion_enabled_ && fusion_enable
 
 FusionFacts Sequential::default_facts() const {
   FusionFacts facts;
-  for (const auto& op : ops()) {
-    if (op->parameters().empty()) continue;
+  for (const Entry& entry : entries_) {
+    const BasicOp* op = entry.op.get();
+    if (!op || op->parameters().empty()) continue;
     facts.device = op->parameters()[0].device();
     facts.dtype = op->parameters()[0].dtype();
     break;

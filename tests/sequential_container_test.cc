@@ -110,6 +110,16 @@ TEST(SequentialContainer, NamedEntriesNameParametersAndRejectDuplicates) {
   for (const auto& [key, p] : seq.named_parameters()) keys.push_back(key);
   EXPECT_EQ(keys, (std::vector<std::string>{"block.linear0.weight", "fc.weight"}));
   EXPECT_EQ(seq.parameters().size(), 2u);
+  seq.eval();
+  EXPECT_FALSE(nested->training());
+  // A callable's own parameters, under its name.
+  const Tensor gain = ones({4});
+  auto gain_module =
+      std::make_shared<Module>("Gain", [gain](const Tensor& x) { return mul(x, gain); }, NamedTensors{{"weight", gain}});
+  seq.append(gain_module);
+  EXPECT_EQ(seq.named_parameters().count("gain0.weight"), 1u);
+  seq.to(DType::Float64);
+  EXPECT_EQ(gain.dtype(), DType::Float64);
   expect_error([&] { Sequential({{"a", std::make_shared<GELU>()}, {"a", std::make_shared<GELU>()}}); },
                {"name 'a'", "GELU(a)", "taken"});
 }
