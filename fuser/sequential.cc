@@ -224,10 +224,11 @@ std::vector<std::vector<std::shared_ptr<const CallArgs>>> Sequential::resolve_ca
       }
       ++fusible;
     }
+    if (found) continue;
     std::string names;
     for (const Entry& entry : entries_) add_item(names, entry.name());
-    check(found, "Sequential: per-call arguments for ", op->describe(),
-          ", which is not a basic op of this Sequential [", names, "]");
+    fail("Sequential: per-call arguments for ", op->describe(), ", which is not a basic op of this Sequential [", names,
+         "]");
   }
   return resolved;
 }
