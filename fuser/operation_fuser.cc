@@ -32,6 +32,7 @@ std::string names(const std::vector<std::shared_ptr<BasicOp>>& ops) {
 
 OperationFuser::OperationFuser(std::vector<std::shared_ptr<BasicOp>> ops) {
   ChannelPlan plan = ChannelPlan::build(ops);
+  for (const auto& op : ops) op->lock_channels();  // the plan holds the bindings from now on
   program_ = std::make_shared<const Program>(Program{std::move(ops), std::move(plan)});
 }
 
@@ -348,7 +349,7 @@ Tensor OperationFuser::run_forward(CallState& state, const Tensor& input, const 
 }
 
 SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tensor>& extra_inputs, bool training,
-                                     bool fuse) {
+                                     bool fuse, const std::vector<std::shared_ptr<const CallArgs>>& call_args) {
   const auto& ops = program_->ops;
   const ChannelPlan& plan = program_->plan;
   check(input.defined(), "Sequential: undefined input");
@@ -366,6 +367,7 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   state->ctxs.resize(ops.size());
   set_grad_requirements(state->ctxs, state->extra_inputs_require_grad, ops, plan, input, extra_inputs, record,
                         training);
+  for (size_t i = 0; i < call_args.size(); ++i) state->ctxs[i].call_args = call_args[i];
 
   std::vector<std::vector<Tensor>> extra_values(ops.size());
   const Tensor y = run_forward(*state, input, extra_inputs, extra_values);

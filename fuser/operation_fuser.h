@@ -1,6 +1,7 @@
-// OperationFuser: rewrites a Sequential's basic ops into a forward list and a backward list with
-// the registered fusion functions, checks every rewrite, caches the lists, and runs a call as one
-// tape node whose backward walks the backward list in reverse.
+// OperationFuser: rewrites a Sequential's basic ops (all of them, or one group between Modules)
+// into a forward list and a backward list with the registered fusion functions, checks every
+// rewrite, caches the lists, and runs a call as one tape node whose backward walks the backward
+// list in reverse.
 #pragma once
 
 #include <memory>
@@ -35,13 +36,15 @@ struct SequentialOutput {
 
 class OperationFuser {
  public:
-  // Throws on channel binding errors.
+  // Throws on channel binding errors; once built, it locks the ops' channel bindings.
   explicit OperationFuser(std::vector<std::shared_ptr<BasicOp>> ops);
 
   // The fused lists for these facts: the basic ops unchanged when fusion is off.
   std::shared_ptr<const FusedLists> lists(const FusionFacts& facts, bool fuse);
 
-  SequentialOutput run(const Tensor& input, const std::vector<Tensor>& extra_inputs, bool training, bool fuse);
+  // `call_args`, when not empty, holds one entry per op: its arguments for this call, or null.
+  SequentialOutput run(const Tensor& input, const std::vector<Tensor>& extra_inputs, bool training, bool fuse,
+                       const std::vector<std::shared_ptr<const CallArgs>>& call_args = {});
 
   const ChannelPlan& plan() const { return program_->plan; }
   // The facts of the last run, if any ran.

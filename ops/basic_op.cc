@@ -1,5 +1,7 @@
 #include "ops/basic_op.h"
 
+#include <algorithm>
+
 namespace fuselab {
 
 std::vector<std::shared_ptr<BasicOp>> BasicOp::basic_ops() const {
@@ -35,9 +37,17 @@ void BasicOp::check_input(const Tensor& x, int64_t features) const {
         ") is not implemented yet: its kernels are CPU-only so far");
 }
 
+// A fuser built its channel plan from the bindings; a later change would be silently ignored.
+void BasicOp::check_channels_unlocked(const char* which, int slot, const std::string& channel) const {
+  check(!channels_locked_, describe(), ": cannot bind extra ", which, " ", slot, " to channel '", channel,
+        "': the channel bindings are locked, since a fuser (a Sequential's first call or describe()) has read them;",
+        " bind channels before that");
+}
+
 void BasicOp::set_extra_input_channel(int slot, std::string channel) {
   check(slot >= 0 && slot < num_extra_inputs(), describe(), ": no extra input slot ", slot);
   check(!channel.empty(), describe(), ": channel names must not be empty");
+  check_channels_unlocked("input", slot, channel);
   input_channels_.resize(num_extra_inputs());
   input_channels_[slot] = std::move(channel);
 }
@@ -45,6 +55,7 @@ void BasicOp::set_extra_input_channel(int slot, std::string channel) {
 void BasicOp::set_extra_output_channel(int slot, std::string channel, bool to_caller) {
   check(slot >= 0 && slot < num_extra_outputs(), describe(), ": no extra output slot ", slot);
   check(!channel.empty(), describe(), ": channel names must not be empty");
+  check_channels_unlocked("output", slot, channel);
   output_channels_.resize(num_extra_outputs());
   output_to_caller_.resize(num_extra_outputs(), true);
   output_channels_[slot] = std::move(channel);
@@ -63,6 +74,17 @@ const std::string& BasicOp::extra_output_channel(int slot) const {
 
 bool BasicOp::extra_output_to_caller(int slot) const {
   return size_t(slot) < output_to_caller_.size() ? output_to_caller_[slot] : true;
+}
+
+void BasicOp::check_call_args(const CallArgs& args) const {
+  const std::vector<std::string> keys = call_arg_keys();
+  check(!keys.empty(), describe(), " takes no per-call arguments");
+  std::string accepted;
+  for (const std::string& key : keys) accepted += (accepted.empty() ? "'" : ", '") + key + "'";
+  for (const auto& [key, value] : args) {
+    check(std::find(keys.begin(), keys.end(), key) != keys.end(), describe(), " takes no per-call argument '", key,
+          "' (it takes ", accepted, ")");
+  }
 }
 
 FusedForward BasicOp::fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& input,

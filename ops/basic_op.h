@@ -45,12 +45,20 @@ class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
   void to(DType dtype);
 
   // Channels: bind extra input `slot` to the extra output of an earlier op with the same name.
+  // A fuser reads the bindings once, when it is built over the op (a Sequential's first call,
+  // describe(), ...), and locks them: changing one afterwards throws, naming the op and channel.
   void set_extra_input_channel(int slot, std::string channel);
   // Name extra output `slot`; a hidden output (to_caller false) only feeds channel consumers.
   void set_extra_output_channel(int slot, std::string channel, bool to_caller = true);
   const std::string& extra_input_channel(int slot) const;
   const std::string& extra_output_channel(int slot) const;
   bool extra_output_to_caller(int slot) const;
+  void lock_channels() { channels_locked_ = true; }
+
+  // The keys of the per-call arguments (ops/call_args.h) this op's forward reads; none by
+  // default. check_call_args throws, naming the op, for an op that takes none or an unknown key.
+  virtual std::vector<std::string> call_arg_keys() const { return {}; }
+  void check_call_args(const CallArgs& args) const;
 
   // Whether op_forward and op_backward run on CUDA tensors; ops whose kernels are CPU-only
   // refuse them with a clear error.
@@ -86,6 +94,9 @@ class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
   std::vector<std::string> param_names_;
   std::vector<std::string> input_channels_, output_channels_;
   std::vector<bool> output_to_caller_;
+  bool channels_locked_ = false;
+
+  void check_channels_unlocked(const char* which, int slot, const std::string& channel) const;
 };
 
 }  // namespace fuselab

@@ -10,6 +10,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "ops/call_args.h"
 #include "tensor/tensor.h"
 
 namespace fuselab {
@@ -22,6 +23,8 @@ struct OpContext {
   std::vector<bool> params_require_grad;
   // Whether one of the op's extra inputs requires grad.
   bool extra_inputs_require_grad = false;
+  // This call's arguments for the op (ops/call_args.h); null when the call gave it none.
+  std::shared_ptr<const CallArgs> call_args;
   // Whether backward runs for this op at all.
   bool requires_backward() const {
     if (input_requires_grad || extra_inputs_require_grad) return true;

@@ -11,6 +11,11 @@ Dropout::Dropout(double p, uint64_t seed) : BasicOp("Dropout"), p_(p), gen_(seed
   check(0 <= p && p < 1, "Dropout: p must be in [0, 1), got ", p);
 }
 
+uint64_t Dropout::mask_seed(const OpContext& ctx) {
+  const int64_t* seed = find_call_arg<int64_t>(ctx.call_args.get(), "seed", describe());
+  return seed ? uint64_t(*seed) : draw_seed();
+}
+
 OpForward Dropout::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
   check_input(x, -1);
   if (!drops(ctx.training)) {
@@ -18,7 +23,7 @@ OpForward Dropout::op_forward(OpContext& ctx, const Tensor& x, const std::vector
     return {x, {}};
   }
   Tensor mask = empty_like(x);
-  const uint64_t seed = draw_seed();
+  const uint64_t seed = mask_seed(ctx);
   launch_floating("Dropout", x, [&](auto zero) {
     using T = decltype(zero);
     return kernels::DropoutMask<T>{seed, p_, mask.ptr<T>(), mask.numel()};

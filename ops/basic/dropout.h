@@ -2,6 +2,8 @@
 //   dx = dy * m / (1 - p)
 // Each call draws one seed from the op's own seeded generator, and the mask is a pure function
 // of that seed and the element index (kernels/dropout_mask.h): the same on the CPU and on CUDA.
+// A call may give the seed itself, the per-call argument "seed" (an integer): that mask is then
+// a function of the given seed alone, and the op's generator does not advance.
 #pragma once
 
 #include "ops/basic_op.h"
@@ -18,11 +20,14 @@ class Dropout : public BasicOp {
   bool has_cuda_kernels() const override { return true; }
   explicit Dropout(double p, uint64_t seed = 0);
   double p() const { return p_; }
-  // Whether a forward in this mode drops anything (training and p > 0), and the seed of the next
-  // mask (kernels/dropout.h), drawn once per dropping forward. A fused op that applies the mask
-  // itself asks here, so fused and unfused draw the same masks in the same order.
+  // Whether a forward in this mode drops anything (training and p > 0), and the seed of this
+  // call's mask (kernels/dropout.h), asked once per dropping forward: the per-call "seed" in ctx
+  // when given, otherwise the next draw. A fused op that applies the mask itself asks here, so
+  // fused and unfused draw the same masks in the same order.
   bool drops(bool training) const { return training && p_ > 0; }
+  uint64_t mask_seed(const OpContext& ctx);
   uint64_t draw_seed() { return gen_.next_u64(); }
+  std::vector<std::string> call_arg_keys() const override { return {"seed"}; }
   // Skips the next `masks` seeds: a run resumed at step n skips the masks steps 0 .. n-1 drew.
   void skip_masks(int64_t masks) {
     for (int64_t i = 0; i < masks; ++i) draw_seed();

@@ -21,7 +21,7 @@ FusedForward FlashAttention::fuser_forward(const std::vector<OpContext*>& ctxs, 
   scores.check_input(qkv, -1);
   const kernels::AttentionShape s = attention_shape(describe(), qkv, scores.heads());
   kernels::FlashDropout dropout;
-  if (last == 3 && op<Dropout>(2).drops(ctxs[2]->training)) dropout = {op<Dropout>(2).p(), op<Dropout>(2).draw_seed()};
+  if (last == 3 && op<Dropout>(2).drops(ctxs[2]->training)) dropout = {op<Dropout>(2).p(), op<Dropout>(2).mask_seed(*ctxs[2])};
   Tensor y = empty({s.batch, s.tokens, s.width()}, qkv.dtype(), qkv.device());
   Tensor lse = empty({s.batch, s.heads, s.tokens}, compute_dtype(qkv.dtype()), qkv.device());
   const double scale = 1.0 / std::sqrt(double(s.head_dim));
