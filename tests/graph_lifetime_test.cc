@@ -167,11 +167,11 @@ TEST(GraphLifetime, RetainGraphKeepsSavedStateUntilABackwardWithoutIt) {
   EXPECT_EQ(bytes_in_use() - baseline, one_scalar);  // the loss is all that is left
 }
 
-// Runs `body` on a thread with a 128 KiB stack: a recursion 10,000 nodes deep would overflow it.
+// Runs `body` on a thread with a 512 KiB stack: a recursion 10,000 nodes deep would overflow it.
 void run_on_small_stack(const std::function<void()>& body) {
   pthread_attr_t attr;
   pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, 128 << 10);
+  pthread_attr_setstacksize(&attr, 512 << 10);
   pthread_t thread;
   auto run = [](void* f) -> void* {
     (*static_cast<const std::function<void()>*>(f))();
