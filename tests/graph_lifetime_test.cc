@@ -86,7 +86,7 @@ TEST(GraphLifetime, BackwardRunsAndFreesOnlyTheGraphItsRootReaches) {
   }
   EXPECT_EQ(take_grad(x), expected_a_x);
   EXPECT_EQ(take_grad(w), expected_a_w);
-  EXPECT_EQ(bytes_in_use() - baseline, held_by_b);  // a's graph is gone, b's is all there
+  EXPECT_EQ(bytes_in_use() - baseline, held_by_b);  // b's saved state is all there
 
   backward(b);
   EXPECT_EQ(take_grad(x), expected_b_x);
