@@ -57,6 +57,7 @@ struct BackwardOptions {
 
 // Runs backward from `root`; `grad_root` may be omitted when root has one element.
 void backward(const Tensor& root, const Tensor& grad_root = Tensor(), const BackwardOptions& options = {});
+// The same with only on_leaf_ready set.
 void backward(const Tensor& root, const Tensor& grad_root, const LeafGradReadyFn& on_leaf_ready);
 
 // True when grad mode is on and one of `inputs` requires grad: the call must be recorded.
