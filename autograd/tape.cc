@@ -1,6 +1,10 @@
 #include "autograd/tape.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
+#include <memory>
+#include <sstream>
 #include <unordered_map>
 
 #include "autograd/grad_mode.h"
@@ -8,10 +12,39 @@
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
+
+struct GradNode;
+
+// Where an input's grad goes: a leaf's grad(), or output `output` of the node that produced it.
+struct GradSink {
+  std::shared_ptr<TensorImpl> leaf;
+  std::shared_ptr<GradNode> producer;
+  size_t output = 0;
+  Shape shape;
+  bool needs_grad = false;
+};
+
+struct GradNode {
+  std::string op;
+  uint64_t sequence = 0;  // recording order: every node is recorded after its inputs' producers
+  std::vector<GradSink> inputs;
+  std::vector<Shape> output_shapes;
+  StreamingBackwardFn backward;  // empty once its saved state is freed
+  ~GradNode();
+};
+
+// Which output of which node a non-leaf tensor is.
+struct AutogradMeta {
+  std::shared_ptr<GradNode> node;
+  size_t output;
+};
+
 namespace {
 
 thread_local bool grad_enabled = true;
-thread_local Tape* installed_tape = nullptr;
+
+// The nodes an outer ~GradNode on this thread is releasing one at a time (null when none is).
+thread_local std::vector<std::shared_ptr<GradNode>>* nodes_being_released = nullptr;
 
 // a + b in a new tensor, in one pass; both have the same shape, dtype and device.
 Tensor sum_of(const Tensor& a, const Tensor& b) { return math::binary(math::BinaryOp::Add, a, b); }
@@ -37,116 +70,171 @@ void accumulate_pending(std::shared_ptr<TensorImpl>& grad, const Tensor& update)
 bool is_grad_enabled() { return grad_enabled; }
 void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
 
-Tape::Tape() {
-  static std::atomic<uint64_t> next_id{1};
-  id_ = next_id++;
+// Releasing a node releases its producers, and theirs: done by recursion, a long chain would
+// overflow the stack. So the outermost ~GradNode on the thread collects the producers that nested
+// ones let go of and releases them one at a time. The saved state goes first, as it may hold
+// producers too (a saved input), which the list keeps until their turn.
+GradNode::~GradNode() {
+  std::vector<std::shared_ptr<GradNode>> own;
+  const bool outermost = nodes_being_released == nullptr;
+  if (outermost) nodes_being_released = &own;
+  for (GradSink& sink : inputs) {
+    if (sink.producer) nodes_being_released->push_back(std::move(sink.producer));
+  }
+  backward = nullptr;
+  if (!outermost) return;
+  while (!own.empty()) {
+    std::shared_ptr<GradNode> next = std::move(own.back());
+    own.pop_back();
+    next.reset();  // when it was the last owner, its ~GradNode appends to `own`
+  }
+  nodes_being_released = nullptr;
 }
 
-Tape& current_tape() {
-  thread_local Tape thread_tape;
-  return installed_tape ? *installed_tape : thread_tape;
-}
-
-TapeScope::TapeScope(Tape& tape) : previous_(installed_tape) { installed_tape = &tape; }
-TapeScope::~TapeScope() { installed_tape = previous_; }
-
-void Tape::check_same_graph(const std::string& op, const Tensor& t) const {
-  const AutogradMeta* meta = t.impl().autograd_meta.get();
-  if (!meta) return;
-  check(meta->tape_id == id_, op, ": a tensor of shape ", t.shape(), " was recorded on another tape");
-  check(meta->generation == generation_, op, ": a tensor of shape ", t.shape(),
-        " belongs to a graph that an earlier backward() already freed");
-}
-
-void Tape::record(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                  BackwardFn backward) {
-  record(std::move(op), inputs, outputs,
-         [backward = std::move(backward)](const std::vector<Tensor>& grads, const std::vector<bool>& needs,
-                                          const EmitGrad&) { return backward(grads, needs); });
-}
-
-void Tape::record(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                  StreamingBackwardFn backward) {
-  Node node{std::move(op), {}, {}, std::move(backward)};
-  for (const Tensor& input : inputs) {
-    GradSink sink;
-    if (input.defined()) {
-      check_same_graph(node.op, input);
-      sink.needs_grad = input.requires_grad();
-      sink.shape = input.shape();
-      if (sink.needs_grad) {
-        if (input.is_leaf()) sink.leaf = input.impl_ptr();
-        else sink.meta = input.impl().autograd_meta;
-      }
+void record_node(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                 StreamingBackwardFn backward) {
+  static std::atomic<uint64_t> next_sequence{0};
+  auto node = std::make_shared<GradNode>();
+  node->op = std::move(op);
+  node->sequence = next_sequence.fetch_add(1, std::memory_order_relaxed);
+  node->backward = std::move(backward);
+  node->inputs.resize(inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    GradSink& sink = node->inputs[k];
+    if (!inputs[k].defined()) continue;
+    sink.needs_grad = inputs[k].requires_grad();
+    sink.shape = inputs[k].shape();
+    if (!sink.needs_grad) continue;
+    if (inputs[k].is_leaf()) {
+      sink.leaf = inputs[k].impl_ptr();
+    } else {
+      sink.producer = inputs[k].impl().autograd_meta->node;
+      sink.output = inputs[k].impl().autograd_meta->output;
     }
-    node.inputs.push_back(std::move(sink));
   }
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (!outputs[i].defined()) {
-      node.output_shapes.emplace_back();
+      node->output_shapes.emplace_back();
       continue;
     }
     TensorImpl& impl = outputs[i].impl();
-    check(!impl.autograd_meta, node.op, ": output ", i, " was already recorded by another call");
+    // An output that is an input (or another call's output) would make the graph own itself.
+    check(!impl.autograd_meta && !impl.requires_grad, node->op, ": output ", i, " of shape ", impl.shape,
+          " already requires grad; a recorded call must return fresh tensors");
     impl.requires_grad = is_floating(impl.dtype);
-    impl.autograd_meta = std::make_shared<AutogradMeta>(AutogradMeta{id_, generation_, nodes_.size(), i});
-    node.output_shapes.push_back(impl.shape);
+    impl.autograd_meta = std::make_shared<AutogradMeta>(AutogradMeta{node, i});
+    node->output_shapes.push_back(impl.shape);
   }
-  nodes_.push_back(std::move(node));
 }
 
-void Tape::clear() {
-  nodes_.clear();
-  ++generation_;
-}
+namespace {
 
-// One backward pass's bookkeeping: the grads waiting for each node's outputs, and how many
-// nodes may still add to each leaf's grad (to report the leaf as ready when that reaches zero).
-class Tape::GradRouter {
+// One backward pass: the nodes root reaches, in the order they run (newest first), the grads
+// waiting for each one's outputs, and how many of them may still add to each leaf's grad (to
+// report the leaf as ready when that reaches zero).
+class GradRouter {
  public:
-  GradRouter(std::vector<Node>& nodes, size_t root_node, const LeafGradReadyFn& on_leaf_ready)
-      : nodes_(nodes), pending_(nodes.size()), on_leaf_ready_(on_leaf_ready) {
-    if (!on_leaf_ready_) return;
-    for (size_t i = 0; i <= root_node; ++i) {
-      for (const GradSink& sink : nodes[i].inputs) {
-        if (sink.leaf) ++remaining_[sink.leaf.get()];
+  GradRouter(GradNode& root, const LeafGradReadyFn& on_leaf_ready) : on_leaf_ready_(on_leaf_ready) {
+    collect(root);
+    std::sort(nodes_.begin(), nodes_.end(), [](const GradNode* a, const GradNode* b) { return a->sequence > b->sequence; });
+    pending_.resize(nodes_.size());
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      index_[nodes_[i]] = i;
+      for (const GradSink& sink : nodes_[i]->inputs) {
+        if (sink.leaf && on_leaf_ready_) ++remaining_[sink.leaf.get()];
       }
     }
   }
 
-  std::vector<std::shared_ptr<TensorImpl>>& pending(size_t node) {
-    pending_[node].resize(nodes_[node].output_shapes.size());
-    return pending_[node];
-  }
-  bool has_pending(size_t node) const { return !pending_[node].empty(); }
+  size_t size() const { return nodes_.size(); }
+  GradNode& node(size_t i) const { return *nodes_[i]; }
 
-  // Routes the grad of input k of node `node` (undefined = none) and counts the leaf's contribution.
-  void route(size_t node, size_t k, const Tensor& grad) {
-    const Node& n = nodes_[node];
+  std::vector<std::shared_ptr<TensorImpl>>& pending(size_t i) {
+    pending_[i].resize(nodes_[i]->output_shapes.size());
+    return pending_[i];
+  }
+  std::vector<std::shared_ptr<TensorImpl>>& pending(const GradNode& node) { return pending(index_.at(&node)); }
+  bool has_pending(size_t i) const { return !pending_[i].empty(); }
+
+  // Routes the grad of input k of node i (undefined = none) and counts the leaf's contribution.
+  void route(size_t i, size_t k, const Tensor& grad) {
+    const GradNode& n = *nodes_[i];
     const GradSink& sink = n.inputs[k];
     if (!sink.needs_grad) return;
     if (grad.defined()) {
       check(grad.shape() == sink.shape, n.op, " backward: grad of input ", k, " has shape ", grad.shape(),
             ", expected ", sink.shape);
       if (sink.leaf) accumulate_leaf(sink.leaf->grad, grad);
-      else accumulate_pending(pending(sink.meta->node)[sink.meta->output], grad);
+      else accumulate_pending(pending(*sink.producer)[sink.output], grad);
     }
     if (sink.leaf && on_leaf_ready_ && --remaining_[sink.leaf.get()] == 0) on_leaf_ready_(Tensor(sink.leaf));
   }
 
   // A node that gets no grad contributes none to its inputs.
-  void skip(size_t node) {
-    for (size_t k = 0; k < nodes_[node].inputs.size(); ++k) route(node, k, Tensor());
+  void skip(size_t i) {
+    for (size_t k = 0; k < nodes_[i]->inputs.size(); ++k) route(i, k, Tensor());
   }
 
  private:
-  std::vector<Node>& nodes_;
+  // Every node reachable from root, each once, without recursion (graphs can be deep).
+  void collect(GradNode& root) {
+    std::vector<GradNode*> stack{&root};
+    index_[&root] = 0;
+    while (!stack.empty()) {
+      GradNode* node = stack.back();
+      stack.pop_back();
+      nodes_.push_back(node);
+      for (const GradSink& sink : node->inputs) {
+        if (sink.producer && index_.emplace(sink.producer.get(), 0).second) stack.push_back(sink.producer.get());
+      }
+    }
+  }
+
+  std::vector<GradNode*> nodes_;
+  std::unordered_map<const GradNode*, size_t> index_;
   std::vector<std::vector<std::shared_ptr<TensorImpl>>> pending_;
-  const LeafGradReadyFn& on_leaf_ready_;
+  const LeafGradReadyFn on_leaf_ready_;
   std::unordered_map<const TensorImpl*, size_t> remaining_;
 };
 
-void Tape::backward(const Tensor& root, const Tensor& grad_root, const LeafGradReadyFn& on_leaf_ready) {
+// Checked for every node before any runs, so that a refused backward() changes no grad.
+void check_not_freed(const GradNode& node) {
+  if (node.backward) return;
+  std::ostringstream outputs;
+  for (const Shape& shape : node.output_shapes) outputs << " " << shape;
+  throw Error("backward: " + node.op + " (outputs of shape" + outputs.str() +
+              ") already ran in an earlier backward(), which freed its saved state; pass retain_graph to that"
+              " backward() to run through the graph again");
+}
+
+// Runs node i of the pass with the grads its outputs received, and routes the grads it gives.
+void run_node(GradRouter& router, size_t i, bool retain_graph) {
+  GradNode& node = router.node(i);
+  if (!router.has_pending(i)) return router.skip(i);
+  std::vector<Tensor> grad_outputs(node.output_shapes.size());
+  for (size_t o = 0; o < grad_outputs.size(); ++o) grad_outputs[o] = Tensor(router.pending(i)[o]);
+  router.pending(i).clear();
+  std::vector<bool> needs(node.inputs.size()), emitted(node.inputs.size(), false);
+  for (size_t k = 0; k < needs.size(); ++k) needs[k] = node.inputs[k].needs_grad;
+
+  const EmitGrad emit = [&](size_t k, const Tensor& grad) {
+    check(k < node.inputs.size() && !emitted[k], node.op, " backward emitted input ", k,
+          " twice or out of range (", node.inputs.size(), " inputs)");
+    emitted[k] = true;
+    router.route(i, k, grad);
+  };
+  std::vector<Tensor> grads = node.backward(grad_outputs, needs, emit, retain_graph);
+  if (!retain_graph) node.backward = nullptr;  // frees what the call saved
+  check(grads.size() == node.inputs.size(), node.op, " backward returned ", grads.size(), " grads for ",
+        node.inputs.size(), " inputs");
+  for (size_t k = 0; k < grads.size(); ++k) {
+    if (!emitted[k]) router.route(i, k, grads[k]);
+  }
+}
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor& grad_root, const BackwardOptions& options) {
   check(root.defined() && root.requires_grad(), "backward: the tensor",
         root.defined() ? " of shape " : "", root.defined() ? root.shape() : Shape{},
         " does not require grad (no input of the calls that made it requires grad)");
@@ -160,42 +248,26 @@ void Tape::backward(const Tensor& root, const Tensor& grad_root, const LeafGradR
         seed.shape(), " ", seed.dtype(), " for a root of shape ", root.shape(), " ", root.dtype());
   if (root.is_leaf()) {
     accumulate_leaf(root.impl().grad, seed);
-    if (on_leaf_ready) on_leaf_ready(root);
+    if (options.on_leaf_ready) options.on_leaf_ready(root);
     return;
   }
-  check_same_graph("backward", root);
-
   const AutogradMeta& root_meta = *root.impl().autograd_meta;
-  GradRouter router(nodes_, root_meta.node, on_leaf_ready);
-  router.pending(root_meta.node)[root_meta.output] = seed.impl_ptr();
+  GradRouter router(*root_meta.node, options.on_leaf_ready);
+  for (size_t i = 0; i < router.size(); ++i) check_not_freed(router.node(i));
+  router.pending(*root_meta.node)[root_meta.output] = seed.impl_ptr();
+  for (size_t i = 0; i < router.size(); ++i) run_node(router, i, options.retain_graph);
+}
 
-  for (size_t i = root_meta.node + 1; i-- > 0;) {
-    Node& node = nodes_[i];
-    if (!router.has_pending(i)) {
-      router.skip(i);
-      continue;
-    }
-    std::vector<Tensor> grad_outputs(node.output_shapes.size());
-    for (size_t o = 0; o < grad_outputs.size(); ++o) grad_outputs[o] = Tensor(router.pending(i)[o]);
-    router.pending(i).clear();
-    std::vector<bool> needs(node.inputs.size()), emitted(node.inputs.size(), false);
-    for (size_t k = 0; k < needs.size(); ++k) needs[k] = node.inputs[k].needs_grad;
+void backward(const Tensor& root, const Tensor& grad_root, const LeafGradReadyFn& on_leaf_ready) {
+  backward(root, grad_root, BackwardOptions{false, on_leaf_ready});
+}
 
-    const EmitGrad emit = [&](size_t k, const Tensor& grad) {
-      check(k < node.inputs.size() && !emitted[k], node.op, " backward emitted input ", k,
-            " twice or out of range (", node.inputs.size(), " inputs)");
-      emitted[k] = true;
-      router.route(i, k, grad);
-    };
-    std::vector<Tensor> grads = node.backward(grad_outputs, needs, emit);
-    node.backward = nullptr;  // frees what the call saved
-    check(grads.size() == node.inputs.size(), node.op, " backward returned ", grads.size(),
-          " grads for ", node.inputs.size(), " inputs");
-    for (size_t k = 0; k < grads.size(); ++k) {
-      if (!emitted[k]) router.route(i, k, grads[k]);
-    }
-  }
-  clear();
+std::vector<std::string> graph_ops(const Tensor& root) {
+  std::vector<std::string> ops;
+  if (!root.defined() || root.is_leaf()) return ops;
+  const GradRouter router(*root.impl().autograd_meta->node, {});
+  for (size_t i = 0; i < router.size(); ++i) ops.push_back(router.node(i).op);
+  return ops;
 }
 
 bool should_record(const std::vector<Tensor>& inputs) {
@@ -207,12 +279,11 @@ bool should_record(const std::vector<Tensor>& inputs) {
 }
 
 Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward) {
-  if (should_record(inputs)) current_tape().record(std::move(op), inputs, {output}, std::move(backward));
+  if (!should_record(inputs)) return output;
+  record_node(std::move(op), inputs, {output},
+              [backward = std::move(backward)](const std::vector<Tensor>& grads, const std::vector<bool>& needs,
+                                               const EmitGrad&, bool) { return backward(grads, needs); });
   return output;
-}
-
-void backward(const Tensor& root, const Tensor& grad_root, const LeafGradReadyFn& on_leaf_ready) {
-  current_tape().backward(root, grad_root, on_leaf_ready);
 }
 
 }  // namespace fuselab

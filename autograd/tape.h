@@ -1,21 +1,29 @@
-// The tape: reverse-mode autograd as a list of recorded calls.
+// Reverse-mode autograd over a graph of recorded calls that lives as long as its tensors.
 //
 // Each differentiable call that runs with grad mode on, and has an input that requires grad,
-// appends one Node holding a backward function (which captures what it saved). backward(loss)
-// walks the nodes in reverse recording order, which is a valid reverse topological order,
-// routes each input grad either to the node that produced that input or, for a leaf, into its
-// grad(), frees each node's saved state as soon as it has run, and clears the tape.
+// records one node: its backward function (which captures what the call saved), where each input's
+// grad goes (a leaf's grad() or the node that produced that input) and its place in recording
+// order. Each output holds its node, and a node holds the nodes of its inputs, never its own
+// outputs: a graph, saved tensors and all, is freed when the last tensor that can reach it dies. A
+// forward run under grad mode and never backpropagated (a validation loss) costs nothing once its
+// outputs are gone.
 //
-// A leaf's grad is final once every node that takes the leaf as an input has run. backward() can
-// report that moment per leaf (LeafGradReadyFn): data-parallel training starts reducing a
-// parameter's grad there, while the rest of backward still runs. A node may hand over some input
-// grads before it returns (EmitGrad), as the fused Sequential node does for each parameter as soon
-// as its op's backward has run.
+// backward(root) runs the nodes root can reach, newest first (a node's consumers were recorded
+// after it, so this is a reverse topological order, and always the same one), routes each input
+// grad to its leaf's grad() or to its producer, and frees each node's saved state as soon as it has
+// run. Nodes root cannot reach, such as another loss's graph recorded in between, are left as they
+// are for their own backward(). With retain_graph the saved state stays, and another backward()
+// through the same nodes accumulates into the leaves' grads again; without it, that backward()
+// throws naming the op whose saved state was freed.
+//
+// A leaf's grad is final once every node that takes the leaf as an input, and that root can reach,
+// has run. backward() can report that moment per leaf (LeafGradReadyFn): data-parallel training
+// starts reducing a parameter's grad there, while the rest of backward still runs. A node may hand
+// over some input grads before it returns (EmitGrad), as the fused Sequential node does for each
+// parameter as soon as its op's backward has run.
 #pragma once
 
-#include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,80 +39,40 @@ using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& 
 // Hands over the grad of input `input` while the node's backward still runs; the node then
 // returns an undefined grad for that input.
 using EmitGrad = std::function<void(size_t input, const Tensor& grad)>;
-using StreamingBackwardFn = std::function<std::vector<Tensor>(
-    const std::vector<Tensor>& grad_outputs, const std::vector<bool>& input_needs_grad, const EmitGrad& emit)>;
+// As BackwardFn, streaming some grads through `emit`. A backward that frees parts of its saved
+// state while it runs must keep them when `retain_graph` is set: it will be called again.
+using StreamingBackwardFn =
+    std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs, const std::vector<bool>& input_needs_grad,
+                                      const EmitGrad& emit, bool retain_graph)>;
 
 // Called once for each leaf a backward() reaches, as soon as its grad is final. The leaf's grad()
 // is undefined when no path from the root produced one.
 using LeafGradReadyFn = std::function<void(const Tensor& leaf)>;
 
-// Which recorded output a non-leaf tensor is.
-struct AutogradMeta {
-  uint64_t tape_id;
-  uint64_t generation;  // the tape's generation when recorded; backward() starts a new one
-  size_t node;
-  size_t output;
+struct BackwardOptions {
+  // Keep the saved state of every node run, for another backward() through the same graph.
+  bool retain_graph = false;
+  LeafGradReadyFn on_leaf_ready;
 };
 
-class Tape {
- public:
-  Tape();
-  Tape(const Tape&) = delete;
-  Tape& operator=(const Tape&) = delete;
-
-  // Runs backward from `root`; `grad_root` may be omitted when root has one element.
-  void backward(const Tensor& root, const Tensor& grad_root = Tensor(), const LeafGradReadyFn& on_leaf_ready = {});
-  size_t size() const { return nodes_.size(); }
-  void clear();  // drops every node and its saved state
-
-  // Appends a node whose outputs are `outputs`; they become non-leaf tensors that require grad.
-  void record(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-              BackwardFn backward);
-  void record(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-              StreamingBackwardFn backward);
-
- private:
-  // Where an input's grad goes: a leaf's grad() or a recorded node's output.
-  struct GradSink {
-    std::shared_ptr<TensorImpl> leaf;
-    std::shared_ptr<AutogradMeta> meta;
-    Shape shape;
-    bool needs_grad = false;
-  };
-  struct Node {
-    std::string op;
-    std::vector<GradSink> inputs;
-    std::vector<Shape> output_shapes;
-    StreamingBackwardFn backward;
-  };
-  class GradRouter;
-  void check_same_graph(const std::string& op, const Tensor& t) const;
-
-  uint64_t id_;
-  uint64_t generation_ = 0;
-  std::vector<Node> nodes_;
-};
-
-// The tape calls record on: the thread's own tape, or the one a TapeScope installed.
-Tape& current_tape();
-
-class TapeScope {
- public:
-  explicit TapeScope(Tape& tape);
-  ~TapeScope();
-  TapeScope(const TapeScope&) = delete;
-  TapeScope& operator=(const TapeScope&) = delete;
-
- private:
-  Tape* previous_;
-};
+// Runs backward from `root`; `grad_root` may be omitted when root has one element.
+void backward(const Tensor& root, const Tensor& grad_root = Tensor(), const BackwardOptions& options = {});
+// The same with only on_leaf_ready set.
+void backward(const Tensor& root, const Tensor& grad_root, const LeafGradReadyFn& on_leaf_ready);
 
 // True when grad mode is on and one of `inputs` requires grad: the call must be recorded.
 bool should_record(const std::vector<Tensor>& inputs);
 
-// Records a single-output call on the current tape when should_record(inputs); returns output.
+// Records a single-output call when should_record(inputs); returns output.
 Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward);
 
-void backward(const Tensor& root, const Tensor& grad_root = Tensor(), const LeafGradReadyFn& on_leaf_ready = {});
+// Records one call whose outputs are `outputs` (fresh tensors; undefined ones are skipped): they
+// become non-leaf tensors that require grad. The caller has checked should_record(inputs).
+void record_node(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                 StreamingBackwardFn backward);
+
+// The ops of the nodes a backward(root) would run, in the order it would run them (none for a
+// leaf): to see what a forward recorded.
+std::vector<std::string> graph_ops(const Tensor& root);
 
 }  // namespace fuselab

@@ -383,14 +383,15 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   if (record) {
     std::vector<Tensor> node_outputs{out.output};
     node_outputs.insert(node_outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
-    current_tape().record("Sequential", node_inputs, node_outputs,
-                          StreamingBackwardFn([state](const std::vector<Tensor>& grads, const std::vector<bool>&,
-                                                      const EmitGrad& emit) { return backward(*state, grads, emit); }));
+    record_node("Sequential", node_inputs, node_outputs,
+                [state](const std::vector<Tensor>& grads, const std::vector<bool>&, const EmitGrad& emit,
+                        bool retain_graph) { return backward(*state, grads, emit, retain_graph); });
   }
   return out;
 }
 
-std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector<Tensor>& grads, const EmitGrad& emit) {
+std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector<Tensor>& grads, const EmitGrad& emit,
+                                             bool retain_graph) {
   const auto& ops = state.program->ops;
   const ChannelPlan& plan = state.program->plan;
   // The node's inputs: the input, the caller's extra inputs, then every op's parameters. Parameter
@@ -448,12 +449,12 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
           accumulate(extra_output_grads[source.producer.op][source.producer.slot], g);
         }
       }
-      state.ctxs[i].clear_saved();  // free what forward saved as soon as it has been used
+      if (!retain_graph) state.ctxs[i].clear_saved();  // free what forward saved as soon as it has been used
     }
     dy = result.grad_input;
   }
   input_grads[0] = reached_input ? dy : Tensor();
-  state.ctxs.clear();
+  if (!retain_graph) state.ctxs.clear();
   return input_grads;
 }
 

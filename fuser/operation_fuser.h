@@ -64,7 +64,9 @@ class OperationFuser {
   struct CallState;
   static Tensor run_forward(CallState& state, const Tensor& input, const std::vector<Tensor>& extra_inputs,
                             std::vector<std::vector<Tensor>>& extra_values);
-  static std::vector<Tensor> backward(CallState& state, const std::vector<Tensor>& grads, const EmitGrad& emit);
+  // Frees each op's saved state once used, unless retain_graph (another backward will follow).
+  static std::vector<Tensor> backward(CallState& state, const std::vector<Tensor>& grads, const EmitGrad& emit,
+                                      bool retain_graph);
   FusedLists fuse_lists(const FusionFacts& facts, ExplainLog* log) const;
   IndexedOpList check_cover(const OpList& ops, const std::string& fusion, Pass pass) const;
 

@@ -304,21 +304,15 @@ TEST(Channels, AMissingExtraInputNamesTheOpItWasFor) {
 }
 
 TEST(FuserExecution, OneTapeNodePerCall) {
-  Tape tape;
-  TapeScope scope(tape);
   Sequential seq({std::make_shared<Linear>(3, 4), std::make_shared<Bias>(4), std::make_shared<GELU>(),
                   std::make_shared<Linear>(4, 2)});
   const Tensor y = seq(ones({5, 3}));
-  EXPECT_EQ(tape.size(), 1u);
-  seq(ones({5, 3}));
-  EXPECT_EQ(tape.size(), 2u);
-  backward(sum(y));
-  EXPECT_EQ(tape.size(), 0u);
+  EXPECT_EQ(graph_ops(y), (std::vector<std::string>{"Sequential"}));
+  EXPECT_EQ(graph_ops(sum(add(y, seq(ones({5, 3}))))),
+            (std::vector<std::string>{"sum", "add", "Sequential", "Sequential"}));
 }
 
 TEST(FuserExecution, NothingIsHeldAfterBackward) {
-  Tape tape;  // a tape of its own, so no other test's nodes are freed in between
-  TapeScope scope(tape);
   CachingAllocator& cpu = CachingAllocator::of(Device::cpu());
   Sequential seq({std::make_shared<Linear>(64, 256), std::make_shared<Bias>(256), std::make_shared<GELU>(),
                   std::make_shared<Linear>(256, 64), std::make_shared<MakeExtraOutput>(), std::make_shared<RMSNorm>(64)});
@@ -345,6 +339,26 @@ TEST(FuserExecution, AnUnusedExtraOutputContributesNoGrad) {
     backward(sum(matmul(expected, transpose(linear->weight().detach()))));
     testing::expect_runs_match({{}, {x.grad()}, {linear->weight().grad()}},
                                {{}, {expected.grad()}, {linear->weight().grad()}}, 1e-12, 1e-12);
+  }
+}
+
+// retain_graph keeps every op's saved context through the node's backward, so a second backward
+// gives the same grads again and they accumulate.
+TEST(FuserExecution, RetainGraphRunsTheSequentialBackwardTwice) {
+  for (bool fused : {true, false}) {
+    Sequential seq({std::make_shared<Linear>(3, 4), std::make_shared<Bias>(4), std::make_shared<GELU>(),
+                    std::make_shared<Linear>(4, 2), std::make_shared<Bias>(2)});
+    seq.set_fusion_enabled(fused);
+    const Tensor loss = sum(seq(random_tensor({5, 3}, DType::Float32, 2)));
+    backward(loss, Tensor(), BackwardOptions{/*retain_graph=*/true});
+    std::vector<std::vector<float>> once;
+    for (const Tensor& p : seq.parameters()) once.push_back(p.grad().to_vector<float>());
+    backward(loss);
+    for (size_t i = 0; i < once.size(); ++i) {
+      const std::vector<float> twice = seq.parameters()[i].grad().to_vector<float>();
+      for (size_t j = 0; j < twice.size(); ++j) EXPECT_FLOAT_EQ(twice[j], 2 * once[i][j]) << "parameter " << i;
+    }
+    expect_error([&] { backward(loss); }, {"backward: sum", "freed", "retain_graph"});
   }
 }
 
