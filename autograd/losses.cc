@@ -90,12 +90,12 @@ Tensor mse(const Tensor& prediction, const Tensor& target) {
         target.shape(), " must have the same shape");
   const Tensor diff = math::binary(math::BinaryOp::Sub, prediction, target);
   const double n = double(diff.numel() ? diff.numel() : 1);
-  double total = 0;  // sum (p - t)^2
+  Tensor total = empty({}, DType::Float64, diff.device());  // sum (p - t)^2, on the device
   launch_floating("mse", diff, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::SumSquares<T>{diff.ptr<T>(), diff.numel(), &total};
+    return kernels::SumSquares<T>{diff.ptr<T>(), diff.numel(), total.ptr<double>()};
   });
-  Tensor loss = full({}, total / n, prediction.dtype(), prediction.device());
+  Tensor loss = math::scaled(total, 1.0 / n).to(prediction.dtype());
   return record("mse", {prediction, target}, loss, [diff, n](const auto& grads, const auto& needs) {
     // dp = diff * (2 dloss / n), dloss staying on its device.
     const Tensor dp = math::binary(math::BinaryOp::Mul, diff, math::scaled(grads[0], 2.0 / n));

@@ -118,8 +118,8 @@ struct SumRows {
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
-// *result = sum_i x[i]^2, accumulated in double (a gradient norm); result is a host pointer, so
-// on CUDA the call waits for the device.
+// *result = sum_i x[i]^2, accumulated in double (a gradient norm); result is one double on the
+// kernel's device, so that a caller summing many tensors reads them back in one copy.
 template <class T>
 struct SumSquares {
   const T* x;

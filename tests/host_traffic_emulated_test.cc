@@ -1,15 +1,17 @@
 // What a training step on CUDA tensors costs the host: on the CUDA emulator, which counts copies
 // each way and waits (tools/cuda_emulator/host_traffic.h), a GPT step on a batch already on the
-// device (zero_grad, forward, cross-entropy, backward, AdamW step, loss.item()) copies nothing to
-// the device and waits for nothing once the first step has filled the caching allocator: fills,
-// the loss's grad and the losses' backward stay on the device. It reads three things back: the
-// loss, and the token ids and the labels, which Embedding and cross_entropy check on the host so
-// that an id out of range is a clear error.
+// device (zero_grad, forward, cross-entropy, backward, clip_grad_norm, AdamW step, loss.item())
+// copies nothing to the device and waits for nothing once the first step has filled the caching
+// allocator: fills, the loss's grad and the losses' backward stay on the device. It reads four
+// things back: the loss; the grad norm, in one copy for all grads; and the token ids and the
+// labels, which Embedding and cross_entropy check on the host so that an id out of range is a
+// clear error.
 #include <gtest/gtest.h>
 
 #include "autograd/functional.h"
 #include "examples/models.h"
 #include "optim/adamw.h"
+#include "optim/clip.h"
 #include "tools/cuda_emulator/host_traffic.h"
 
 namespace fuselab {
@@ -31,6 +33,7 @@ TEST(HostTraffic, ATrainingStepReadsOnlyTheLoss) {
     optimizer.zero_grad();
     const Tensor loss = batch.loss(model(batch.input, {}));
     backward(loss);
+    clip_grad_norm(model.parameters(), 1.0);
     optimizer.step();
     return loss.item();
   };
@@ -39,7 +42,7 @@ TEST(HostTraffic, ATrainingStepReadsOnlyTheLoss) {
     const HostTraffic before = host_traffic();
     step();
     const HostTraffic cost = host_traffic() - before;
-    EXPECT_EQ(cost.to_host, 3) << "step " << i + 2;  // the loss, the ids, the labels
+    EXPECT_EQ(cost.to_host, 4) << "step " << i + 2;  // the loss, the grad norm, the ids, the labels
     EXPECT_EQ(cost.to_device, 0) << "step " << i + 2;
     EXPECT_EQ(cost.waits, 0) << "step " << i + 2;
   }

@@ -120,6 +120,13 @@ __global__ void sum_squares_kernel(const T* x, int64_t n, double* partial) {
   if (threadIdx.x == 0) partial[blockIdx.x] = sum;
 }
 
+// *total = partial[0] + partial[1] + ... in that order.
+__global__ void sum_in_order_kernel(const double* partial, int count, double* total) {
+  double sum = 0;
+  for (int b = 0; b < count; ++b) sum += partial[b];
+  *total = sum;
+}
+
 template <class T>
 __global__ void expand_cols_kernel(const T* x, int64_t n, int64_t cols, T factor, T* out) {
   FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = factor * x[i / cols];
@@ -199,18 +206,15 @@ void SumRows<T>::cuda(KernelContext& ctx) const {
   column_sums(Elements<T>{x, cols}, rows, cols, out, ctx.scratch<compute_t<T>>(column_sums_scratch(rows, cols)));
 }
 
-// Block partials on the device, then their sum on the host in block order.
+// Block partials, then their sum in block order by one thread: deterministic, and on the device.
 template <class T>
 void SumSquares<T>::cuda(KernelContext& ctx) const {
-  *result = 0;
-  if (n == 0) return;
   use_device(ctx.device);
   double* partial = ctx.scratch<double>(kSumBlocks);
   sum_squares_kernel<T><<<kSumBlocks, kThreads>>>(x, n, partial);
   check_launch("sum_squares_kernel");
-  double host[kSumBlocks];
-  check_cuda(cudaMemcpy(host, partial, sizeof(host), cudaMemcpyDeviceToHost), "cudaMemcpy(sum_squares partials)");
-  for (double p : host) *result += p;
+  sum_in_order_kernel<<<1, 1>>>(partial, kSumBlocks, result);
+  check_launch("sum_in_order_kernel");
 }
 
 template <class T>
