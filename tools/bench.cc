@@ -196,8 +196,9 @@ Result measure(const BenchModel& model, const ModelSizes& sizes, DType dtype, De
     ub.push_back(unfused.time(true));
     if (gemms) g.push_back(gemms->time());
   }
-  Result r{model.name, device.str(), dtype_name(dtype), dtype_size(dtype), sizes.tokens, sizes.hidden, sizes.extra, stats(ff), stats(uf),
-           stats(fb), stats(ub), fused.peak, unfused.peak, std::nullopt};
+  Result r{model.name,   device.str(), dtype_name(dtype), dtype_size(dtype), sizes.tokens, sizes.hidden,
+           sizes.extra,  stats(ff),    stats(uf),         stats(fb),         stats(ub),    fused.peak,
+           unfused.peak, std::nullopt};
   if (gemms) r.gemms = stats(g);
   return r;
 }
@@ -414,8 +415,8 @@ double gemm_tflops(const Result& r, const Stats& time) {
 // The limits the table's runs are put against, measured once per run on the CPU (none on CUDA):
 // the FMA peak for mlp_block, the copy bandwidth for norm_block.
 struct Limits {
-  std::optional<double> fma_peak_gflops, memory_gbps;  // one core's peak
-  std::optional<double> threads;
+  std::optional<double> fma_peak_gflops;  // one core's
+  std::optional<double> memory_gbps, threads;
 };
 
 Limits measure_limits(const BenchModel& model, Device device) {
