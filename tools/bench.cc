@@ -17,6 +17,11 @@
 // rstd and dw are O(rows + cols)); the copy reads and writes once. That is the GPU RMSNorm
 // target: at least 80% of the copy's bandwidth. mlp_block reports TFLOP/s of its GEMM work.
 //
+// Each run is also put against the machine's limits, measured in the same process (CPU only;
+// tools/machine_limits.h): mlp_block's GEMM work as a share of the FMA peak times the threads and
+// the share of its time spent outside the GEMMs; norm_block's and rmsnorm's minimum bytes as a
+// share of the copy bandwidth.
+//
 // --per-fusion measures each registered fusion that fires on the model (with every fusion on)
 // alone against fusion off, interleaved: forward+backward time and the bytes held between forward and backward (the
 // saved activations and the output). Kernel launches are a CUDA figure (GPU performance targets).
@@ -50,6 +55,7 @@
 #include "examples/flags.h"
 #include "fuser/fusion_check.h"
 #include "fuser/sequential.h"
+#include "kernels/cpu/threading.h"
 #include "kernels/cuda/device_api.h"
 #include "ops/basic/rmsnorm.h"
 #include "ops/op_context.h"
@@ -57,6 +63,7 @@
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
 #include "tools/bench_models.h"
+#include "tools/machine_limits.h"
 
 using namespace fuselab;
 using bench::BenchModel;
@@ -75,6 +82,7 @@ Stats stats(std::vector<double> ms) {
 
 struct Result {
   std::string model, device, dtype;
+  size_t element_bytes;
   int64_t tokens, hidden;
   std::map<std::string, int64_t> sizes;  // the model's own size flags
   Stats fused_fwd, unfused_fwd, fused_fwd_bwd, unfused_fwd_bwd;
@@ -188,8 +196,9 @@ Result measure(const BenchModel& model, const ModelSizes& sizes, DType dtype, De
     ub.push_back(unfused.time(true));
     if (gemms) g.push_back(gemms->time());
   }
-  Result r{model.name, device.str(), dtype_name(dtype), sizes.tokens, sizes.hidden, sizes.extra, stats(ff), stats(uf),
-           stats(fb), stats(ub), fused.peak, unfused.peak, std::nullopt};
+  Result r{model.name,   device.str(), dtype_name(dtype), dtype_size(dtype), sizes.tokens, sizes.hidden,
+           sizes.extra,  stats(ff),    stats(uf),         stats(fb),         stats(ub),    fused.peak,
+           unfused.peak, std::nullopt};
   if (gemms) r.gemms = stats(g);
   return r;
 }
@@ -198,9 +207,16 @@ Result measure(const BenchModel& model, const ModelSizes& sizes, DType dtype, De
 struct Bandwidth {
   int64_t tokens, hidden;
   Stats forward, backward, copy;  // ms
+  std::optional<double> memory_gbps;  // the machine's copy bandwidth (CPU only)
   double bytes(int64_t tensors) const { return double(tensors) * double(tokens * hidden) * sizeof(float); }
   double gbps(const Stats& s, int64_t tensors) const { return bytes(tensors) / (s.median * 1e6); }
 };
+
+// The machine's copy bandwidth for a run on `device`, with the kernels' thread count; none on CUDA.
+std::optional<double> memory_gbps(Device device) {
+  if (device.is_cuda()) return std::nullopt;
+  return bench::copy_bandwidth_gbps(kernels::cpu::num_threads());
+}
 
 Bandwidth measure_bandwidth(int64_t tokens, int64_t h, Device device, int iters) {
   RMSNorm norm(h);
@@ -227,7 +243,7 @@ Bandwidth measure_bandwidth(int64_t tokens, int64_t h, Device device, int iters)
     b.push_back(timed(backward));
     c.push_back(timed(copy));
   }
-  return {tokens, h, stats(f), stats(b), stats(c)};
+  return {tokens, h, stats(f), stats(b), stats(c), memory_gbps(device)};
 }
 
 void print_bandwidth(const Bandwidth& r) {
@@ -236,6 +252,23 @@ void print_bandwidth(const Bandwidth& r) {
               "(%.0f%% of copy), copy %.3f ms = %.1f GB/s\n",
               (long long)r.tokens, (long long)r.hidden, r.forward.median, fwd, 100 * fwd / copy, r.backward.median, bwd,
               100 * bwd / copy, r.copy.median, copy);
+  if (r.memory_gbps) {
+    std::printf("rmsnorm against the memory's copy bandwidth (%.1f GB/s): forward %.0f%%, backward %.0f%%\n",
+                *r.memory_gbps, 100 * fwd / *r.memory_gbps, 100 * bwd / *r.memory_gbps);
+  }
+}
+
+// A number, or null where it was not measured.
+std::string json_number(std::optional<double> value) {
+  if (!value) return "null";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.10g", *value);
+  return text;
+}
+
+std::optional<double> ratio(double numerator, std::optional<double> denominator) {
+  if (!denominator) return std::nullopt;
+  return numerator / *denominator;
 }
 
 // Output goes through the stream's buffer; a full disk shows only when it is flushed.
@@ -253,7 +286,11 @@ void write_bandwidth_json(const std::string& path, const Bandwidth& r, const std
       << ", \"backward_ms\": " << r.backward.median << ", \"copy_ms\": " << r.copy.median
       << ", \"forward_gbps\": " << r.gbps(r.forward, 2) << ", \"backward_gbps\": " << r.gbps(r.backward, 3)
       << ", \"copy_gbps\": " << copy << ", \"forward_fraction_of_copy\": " << r.gbps(r.forward, 2) / copy
-      << ", \"backward_fraction_of_copy\": " << r.gbps(r.backward, 3) / copy << "}\n]\n";
+      << ", \"backward_fraction_of_copy\": " << r.gbps(r.backward, 3) / copy
+      << ", \"forward_bytes\": " << json_number(r.bytes(2)) << ", \"backward_bytes\": " << json_number(r.bytes(3))
+      << ", \"memory_copy_gbps\": " << json_number(r.memory_gbps)
+      << ", \"forward_fraction_of_memory\": " << json_number(ratio(r.gbps(r.forward, 2), r.memory_gbps))
+      << ", \"backward_fraction_of_memory\": " << json_number(ratio(r.gbps(r.backward, 3), r.memory_gbps)) << "}\n]\n";
   check_written(out, path);
 }
 
@@ -375,7 +412,71 @@ double gemm_tflops(const Result& r, const Stats& time) {
   return 48.0 * double(r.tokens) * double(r.hidden) * double(r.hidden) / (time.median * 1e9);
 }
 
-void print_table(const std::vector<Result>& results) {
+// The limits the table's runs are put against, measured once per run on the CPU (none on CUDA):
+// the FMA peak for mlp_block, the copy bandwidth for norm_block.
+struct Limits {
+  std::optional<double> fma_peak_gflops;  // one core's
+  std::optional<double> memory_gbps, threads;
+};
+
+Limits measure_limits(const BenchModel& model, Device device) {
+  if (device.is_cuda()) return {};
+  const bool gemms = model.name == "mlp_block", rows = model.name == "norm_block";
+  return {gemms ? bench::fma_peak_gflops() : std::nullopt, rows ? memory_gbps(device) : std::nullopt,
+          kernels::cpu::num_threads()};
+}
+
+// norm_block's minimum traffic, in N x H tensors (the weight, rstd and dw are O(N + H)): forward
+// reads x and r and writes h and out; backward reads dout and the saved h and writes dh, which is
+// the grad of both x and r.
+constexpr int64_t kNormBlockForwardTensors = 4, kNormBlockBackwardTensors = 3;
+
+// One run against the limits; each share is empty where it does not apply.
+struct AgainstLimits {
+  // mlp_block: GEMM FLOP/s over (peak x threads), fused and for the GEMMs alone, and the share of
+  // the fused forward + backward outside the GEMMs (1 - GEMMs alone / fused).
+  std::optional<double> fraction_of_peak, gemms_fraction_of_peak, outside_gemms_fraction;
+  // norm_block: minimum bytes per pass and their rate over the copy bandwidth. The backward's time
+  // is forward + backward less forward, so it includes the loss's sum and its grad.
+  std::optional<double> forward_bytes, backward_bytes, forward_fraction_of_memory, backward_fraction_of_memory;
+};
+
+AgainstLimits against_limits(const Result& r, const Limits& limits) {
+  AgainstLimits a;
+  if (r.gemms && limits.fma_peak_gflops) {
+    const double peak_tflops = *limits.fma_peak_gflops * *limits.threads / 1e3;
+    a.fraction_of_peak = gemm_tflops(r, r.fused_fwd_bwd) / peak_tflops;
+    a.gemms_fraction_of_peak = gemm_tflops(r, *r.gemms) / peak_tflops;
+    a.outside_gemms_fraction = 1 - r.gemms->median / r.fused_fwd_bwd.median;
+  }
+  if (r.model == "norm_block" && limits.memory_gbps) {
+    const double tensor = double(r.tokens * r.hidden) * double(r.element_bytes);
+    a.forward_bytes = kNormBlockForwardTensors * tensor, a.backward_bytes = kNormBlockBackwardTensors * tensor;
+    const double backward_ms = r.fused_fwd_bwd.median - r.fused_fwd.median;
+    a.forward_fraction_of_memory = *a.forward_bytes / (r.fused_fwd.median * 1e6) / *limits.memory_gbps;
+    a.backward_fraction_of_memory = *a.backward_bytes / (backward_ms * 1e6) / *limits.memory_gbps;
+  }
+  return a;
+}
+
+void print_against_limits(const Result& r, const Limits& limits) {
+  const AgainstLimits a = against_limits(r, limits);
+  if (a.fraction_of_peak) {
+    std::printf("%s %lldx%lld: fused fwd+bwd runs its GEMM work at %.0f%% of the FMA peak (%.1f GFLOP/s a core x %d "
+                "threads; the GEMMs alone: %.0f%%) and spends %.0f%% of its time outside the GEMMs\n",
+                r.model.c_str(), (long long)r.tokens, (long long)r.hidden, 100 * *a.fraction_of_peak,
+                *limits.fma_peak_gflops, int(*limits.threads), 100 * *a.gemms_fraction_of_peak, 100 * *a.outside_gemms_fraction);
+  }
+  if (a.forward_bytes) {
+    std::printf("%s %lldx%lld: fused forward moves at least %.1f MB at %.0f%% of the copy bandwidth (%.1f GB/s), "
+                "backward %.1f MB at %.0f%%\n",
+                r.model.c_str(), (long long)r.tokens, (long long)r.hidden, *a.forward_bytes / 1e6,
+                100 * *a.forward_fraction_of_memory, *limits.memory_gbps, *a.backward_bytes / 1e6,
+                100 * *a.backward_fraction_of_memory);
+  }
+}
+
+void print_table(const std::vector<Result>& results, const Limits& limits) {
   std::printf("%-13s %6s %6s | %-24s %-24s | %-26s %-26s | %7s | %-26s %12s | %9s %9s\n", "model", "tokens",
               "hidden", "fused fwd ms (min-max)", "unfused fwd ms", "fused fwd+bwd ms", "unfused fwd+bwd ms", "speedup",
               "six GEMMs alone ms", "fused/GEMMs", "fused MB", "unfused MB");
@@ -400,10 +501,11 @@ void print_table(const std::vector<Result>& results) {
                   r.model.c_str(), (long long)r.tokens, (long long)r.hidden, gemm_tflops(r, r.fused_fwd_bwd),
                   gemm_tflops(r, *r.gemms));
     }
+    print_against_limits(r, limits);
   }
 }
 
-void write_json(const std::string& path, const std::vector<Result>& results) {
+void write_json(const std::string& path, const std::vector<Result>& results, const Limits& limits) {
   std::ofstream out(path);
   check(out.good(), "bench: cannot write ", path);
   out << "[\n";
@@ -422,6 +524,15 @@ void write_json(const std::string& path, const std::vector<Result>& results) {
     out << ", \"fused_fwd_bwd_tflops\": ";
     if (r.gemms) out << gemm_tflops(r, r.fused_fwd_bwd);
     else out << "null";
+    const AgainstLimits a = against_limits(r, limits);
+    out << ", \"threads\": " << json_number(limits.threads) << ", \"fma_peak_gflops\": " << json_number(limits.fma_peak_gflops)
+        << ", \"fraction_of_peak\": " << json_number(a.fraction_of_peak)
+        << ", \"gemms_fraction_of_peak\": " << json_number(a.gemms_fraction_of_peak)
+        << ", \"outside_gemms_fraction\": " << json_number(a.outside_gemms_fraction)
+        << ", \"memory_copy_gbps\": " << json_number(limits.memory_gbps)
+        << ", \"forward_bytes\": " << json_number(a.forward_bytes) << ", \"backward_bytes\": " << json_number(a.backward_bytes)
+        << ", \"forward_fraction_of_memory\": " << json_number(a.forward_fraction_of_memory)
+        << ", \"backward_fraction_of_memory\": " << json_number(a.backward_fraction_of_memory);
     out << "}"
         << (i + 1 < results.size() ? ",\n" : "\n");
   }
@@ -557,14 +668,15 @@ void run_bandwidth(const Run& run) {
 void run_fused_against_unfused(const Run& run) {
   std::vector<std::pair<int64_t, int64_t>> shapes{{run.sizes.tokens, run.sizes.hidden}};
   if (run.sweep) shapes = {{256, 256}, {1024, 256}, {4096, 256}, {1024, 512}, {4096, 1024}};
+  const Limits limits = measure_limits(*run.model, run.device);
   std::vector<Result> results;
   for (const auto& [t, h] : shapes) {
     ModelSizes sizes = run.sizes;
     sizes.tokens = t, sizes.hidden = h;
     results.push_back(measure(*run.model, sizes, run.dtype, run.device, run.iters));
   }
-  print_table(results);
-  if (!run.json.empty()) write_json(run.json, results);
+  print_table(results, limits);
+  if (!run.json.empty()) write_json(run.json, results, limits);
   std::vector<Bar> bars;
   for (const Result& r : results) {
     bars.push_back({r.unfused_fwd_bwd.median / r.fused_fwd_bwd.median,

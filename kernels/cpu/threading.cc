@@ -1,6 +1,7 @@
 #include "kernels/cpu/threading.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -10,6 +11,18 @@
 
 namespace fuselab::kernels::cpu {
 namespace {
+
+// libgomp reads its wait policy once, in its own constructor, and that runs before any of
+// FuseLab's (a library is initialised before the program that links it; a setenv() from
+// .preinit_array is lost too, as glibc resets the environment after it). So unless the
+// environment names a policy, FuseLab sets passive and runs the program again, once, with the
+// same arguments, before any other FuseLab code has run (glibc passes constructors argv). If
+// the exec fails, the program carries on with libgomp's default.
+__attribute__((constructor(101))) void use_passive_waits(int, char** argv, char**) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
+  setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/1);
+  execv("/proc/self/exe", argv);
+}
 
 // FUSELAB_NUM_THREADS, or every core. This runs before main(), where nothing can be thrown, so
 // a value that is not a positive integer is reported on stderr instead of passing silently.

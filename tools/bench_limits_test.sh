@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The bench puts each run against the machine's limits: mlp_block's JSON has the FMA peak and its
+# GEMM work's share of it, norm_block's and rmsnorm's the bytes they must move and their share of
+# the copy bandwidth; every value is sane (speed itself is not tested). norm_block and rmsnorm run
+# on tensors larger than the last-level cache, which is what the copy bandwidth is measured on.
+# Argument: the bench binary.
+set -euo pipefail
+bench="$1"
+dir="${TEST_TMPDIR:-$(mktemp -d)}"
+command -v python3 >/dev/null || { echo "FAIL: python3 is needed to read the JSON reports"; exit 1; }
+"$bench" --model mlp_block --tokens 256 --hidden 64 --iters 3 --json "$dir/mlp.json" >"$dir/mlp.txt"
+"$bench" --model norm_block --tokens 16384 --hidden 256 --iters 3 --json "$dir/norm.json" >"$dir/norm.txt"
+"$bench" --model rmsnorm --tokens 16384 --hidden 256 --iters 3 --json "$dir/rmsnorm.json" >"$dir/rmsnorm.txt"
+grep -q "of the FMA peak" "$dir/mlp.txt" || { echo "FAIL: mlp_block prints no share of the FMA peak"; exit 1; }
+grep -q "of the copy bandwidth" "$dir/norm.txt" || { echo "FAIL: norm_block prints no share of the copy bandwidth"; exit 1; }
+grep -q "against the memory's copy bandwidth" "$dir/rmsnorm.txt" || { echo "FAIL: rmsnorm prints no share of it"; exit 1; }
+
+python3 - "$dir" <<'PY'
+import json, sys
+d = sys.argv[1]
+
+def share(row, field):
+    value = row[field]
+    assert isinstance(value, (int, float)) and 0 < value <= 1.5, (row["model"], field, value)
+
+[mlp] = json.load(open(f"{d}/mlp.json"))
+assert mlp["fma_peak_gflops"] > 0 and mlp["threads"] >= 1, mlp
+share(mlp, "fraction_of_peak")
+share(mlp, "gemms_fraction_of_peak")
+assert mlp["outside_gemms_fraction"] < 1, mlp
+assert mlp["memory_copy_gbps"] is None and mlp["forward_bytes"] is None, mlp
+
+tensor = 16384 * 256 * 4  # one float32 [tokens, hidden] tensor
+[norm] = json.load(open(f"{d}/norm.json"))
+assert norm["memory_copy_gbps"] > 0 and norm["fma_peak_gflops"] is None, norm
+assert norm["forward_bytes"] == 4 * tensor and norm["backward_bytes"] == 3 * tensor, norm
+share(norm, "forward_fraction_of_memory")
+share(norm, "backward_fraction_of_memory")
+
+[rms] = json.load(open(f"{d}/rmsnorm.json"))
+assert rms["memory_copy_gbps"] > 0, rms
+assert rms["forward_bytes"] == 2 * tensor and rms["backward_bytes"] == 3 * tensor, rms
+share(rms, "forward_fraction_of_memory")
+share(rms, "backward_fraction_of_memory")
+PY
+echo PASS
