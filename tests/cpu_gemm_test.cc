@@ -75,7 +75,7 @@ void expect_near_reference(const T* got, const std::vector<double>& want, const 
 
 // Whether oneDNN can run T here: bfloat16 needs AVX-512 (DNNL_MAX_CPU_ISA may cap it below).
 template <class T>
-bool onednn_runs() {
+bool onednn_expected_for() {
   return !std::is_same_v<T, bfloat16> || onednn_isa().rfind("avx512", 0) == 0;
 }
 
@@ -85,7 +85,11 @@ class CpuGemmTest : public ::testing::TestWithParam<CpuGemm> {
   void TearDown() override { set_cpu_gemm(std::nullopt); }
   template <class T>
   bool epilogue_in_gemm() const {
-    return GetParam() == CpuGemm::Onednn && onednn_runs<T>();
+    return GetParam() == CpuGemm::Onednn && onednn_expected_for<T>();
+  }
+  template <class T>
+  void check_library() const {
+    EXPECT_EQ(cpu_gemm<T>(), epilogue_in_gemm<T>() ? CpuGemm::Onednn : CpuGemm::OpenBlas);
   }
   template <class T>
   void check_epilogues();
@@ -206,6 +210,8 @@ TEST_P(CpuGemmTest, LinearKernelsRunTheirEpilogueInTheGemmWhereTheLibraryCanInBF
   check_linear_kernels<bfloat16>();
 }
 
+TEST_P(CpuGemmTest, Float32RunsOnTheChosenLibrary) { check_library<float>(); }
+TEST_P(CpuGemmTest, BFloat16RunsOnOneDnnWhereItHasAvx512) { check_library<bfloat16>(); }
 TEST_P(CpuGemmTest, Float64StaysOnOpenBlas) { EXPECT_EQ(cpu_gemm<double>(), CpuGemm::OpenBlas); }
 
 INSTANTIATE_TEST_SUITE_P(Libraries, CpuGemmTest, ::testing::Values(CpuGemm::OpenBlas, CpuGemm::Onednn),

@@ -87,8 +87,12 @@ void epilogue_pass(const GemmEpilogue<T>& e, T* c, int64_t m, int64_t n) {
 
 template <class T>
 CpuGemm cpu_gemm() {
-  if (std::is_same_v<T, double>) return CpuGemm::OpenBlas;
-  return chosen_gemm().value_or(CpuGemm::Onednn);
+  if constexpr (std::is_same_v<T, double>) {
+    return CpuGemm::OpenBlas;
+  } else {
+    const bool onednn = chosen_gemm().value_or(CpuGemm::Onednn) == CpuGemm::Onednn;
+    return onednn && onednn_runs<T>() ? CpuGemm::Onednn : CpuGemm::OpenBlas;
+  }
 }
 
 void set_cpu_gemm(std::optional<CpuGemm> backend) { chosen_gemm() = backend ? backend : gemm_from_environment(); }

@@ -10,8 +10,8 @@
 // make no separate pass for it, and it multiplies bfloat16 natively (AVX512_BF16 where the CPU has
 // it), where OpenBLAS has no bfloat16 GEMM and widens both operands to float32 first. Measured in
 // bench/RESULTS.md ("oneDNN as the CPU GEMM"). float64 always runs on OpenBLAS: oneDNN's CPU
-// matmul has no float64. Where oneDNN has no fast implementation for a call (bfloat16 on a CPU
-// without AVX-512), the call runs on OpenBLAS.
+// matmul has no float64. Where oneDNN has no fast implementation (bfloat16 on a CPU without
+// AVX-512, or one call's shape), OpenBLAS runs it.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,7 @@ namespace fuselab::kernels::cpu {
 
 enum class CpuGemm { OpenBlas, Onednn };
 
-// The library that runs T's GEMMs. Throws std::invalid_argument for a FUSELAB_CPU_GEMM that is
+// The library that runs T's GEMMs on this CPU. Throws std::invalid_argument for a FUSELAB_CPU_GEMM that is
 // neither "openblas" nor "onednn".
 template <class T>
 CpuGemm cpu_gemm();

@@ -124,6 +124,14 @@ bool onednn_matmul(const OnednnMatmul<T>& g) {
   return true;
 }
 
+template <class T>
+bool onednn_runs() {
+  static const bool runs = make_matmul(Key{data_type<T>(), false, false, 16, 16, 16, 16, 16, 16, 1.f, 0.f, false,
+                                           false, Activation::None, num_threads()})
+                               .has_value();
+  return runs;
+}
+
 std::string onednn_isa() {
   switch (dnnl::get_effective_cpu_isa()) {
     case dnnl::cpu_isa::sse41: return "sse41";
@@ -140,5 +148,7 @@ std::string onednn_isa() {
 
 template bool onednn_matmul<float>(const OnednnMatmul<float>&);
 template bool onednn_matmul<bfloat16>(const OnednnMatmul<bfloat16>&);
+template bool onednn_runs<float>();
+template bool onednn_runs<bfloat16>();
 
 }  // namespace fuselab::kernels::cpu

@@ -38,9 +38,13 @@ struct OnednnMatmul {
 };
 
 // Runs the matmul and returns true, or returns false with C untouched when oneDNN has only its
-// reference (scalar) implementation for it on this CPU, or none: bfloat16 without AVX-512, k = 0.
+// reference (scalar) implementation for it on this CPU, or none (k = 0).
 template <class T>
 bool onednn_matmul(const OnednnMatmul<T>& g);
+
+// Whether oneDNN has a fast matmul for T on this CPU at all (bfloat16 needs AVX-512).
+template <class T>
+bool onednn_runs();
 
 // The instruction set oneDNN runs on this CPU, e.g. "avx512_core_bf16" (DNNL_MAX_CPU_ISA caps it).
 std::string onednn_isa();
