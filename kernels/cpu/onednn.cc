@@ -1,6 +1,7 @@
 #include "kernels/cpu/onednn.h"
 
 #include <dnnl.hpp>
+#include <omp.h>
 
 #include <cstring>
 #include <map>
@@ -97,6 +98,22 @@ std::optional<dnnl::matmul> cached_matmul(const Key& key) {
   return found->second;  // a handle: the copy shares the primitive
 }
 
+// GEMMs below this many multiply-adds run on one thread, as OpenBLAS runs them: splitting them
+// gains less than the fork and the barrier cost, and on a loaded machine a barrier can wait
+// milliseconds for a descheduled thread (attention's per-head GEMMs ran 15x slower on 2 threads).
+constexpr int64_t kThreadedGemmWork = 1 << 18;
+
+// OpenMP's thread count for the calling thread while it lives; oneDNN reads it when it makes a
+// primitive and when it runs one.
+class OpenMpThreads {
+ public:
+  explicit OpenMpThreads(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~OpenMpThreads() { omp_set_num_threads(saved_); }
+
+ private:
+  const int saved_;
+};
+
 memory wrap(const memory::desc& desc, const void* data) {
   return memory(desc, cpu_engine(), const_cast<void*>(data));
 }
@@ -106,8 +123,10 @@ memory wrap(const memory::desc& desc, const void* data) {
 template <class T>
 bool onednn_matmul(const OnednnMatmul<T>& g) {
   if (g.k == 0) return false;
+  const int threads = g.m * g.n * g.k < kThreadedGemmWork ? 1 : num_threads();
+  const OpenMpThreads use_threads(threads);
   const Key key{data_type<T>(), g.transpose_a, g.transpose_b, g.m,    g.n,       g.k,     g.lda,        g.ldb,
-                g.ldc,          g.alpha,       g.beta,        g.bias != nullptr, g.addend != nullptr, g.act, num_threads()};
+                g.ldc,          g.alpha,       g.beta,        g.bias != nullptr, g.addend != nullptr, g.act, threads};
   const std::optional<dnnl::matmul> matmul = cached_matmul(key);
   if (!matmul) return false;
   std::unordered_map<int, memory> args{
