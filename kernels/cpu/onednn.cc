@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 
 #include "kernels/cpu/threading.h"
