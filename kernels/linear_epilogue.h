@@ -6,10 +6,11 @@
 //
 // x is [rows, in], W is [out, in], b is [out]. Unfused, Linear+Bias+GELU makes three passes over
 // the [rows, out] output (GEMM write, bias read+write, activation read+write) and Linear+Bias+Add
-// makes three as well; fused, each makes two on the CPU (kernels/cpu/linear_epilogue.cc: the GEMM,
-// then one parallel pass for everything else) and one on CUDA where cuBLASLt has the epilogue
-// (kernels/cuda/linear_epilogue.cu: bias; bias + ReLU; bias + GELU keeping pre as its aux output;
-// the residual read as the GEMM's C with beta = 1), else two. pre, b and dbias may be null (not
+// makes three as well. Fused, on the CPU (kernels/cpu/linear_epilogue.cc) each makes one with
+// oneDNN's post-ops, two where pre must be kept (the GEMM writes pre, one pass writes y) and two on
+// OpenBLAS (the GEMM, then one parallel pass for everything else); on CUDA, one where cuBLASLt has
+// the epilogue (kernels/cuda/linear_epilogue.cu: bias; bias + ReLU; bias + GELU keeping pre as its
+// aux output; the residual read as the GEMM's C with beta = 1), else two. pre, b and dbias may be null (not
 // needed). T is float, double or bfloat16 (computed in float32).
 #pragma once
 

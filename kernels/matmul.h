@@ -2,9 +2,9 @@
 //
 //   out_i = op(a_i) op(b_i) (+ addend_i)   for i < batch,  op(a_i) [m, k], op(b_i) [k, n], out_i [m, n]
 //
-// The GEMM libraries do the work: OpenBLAS on the CPU (kernels/cpu/gemm.h; bfloat16 widened to
-// float32), cuBLASLt on CUDA (kernels/cuda/gemm.h), which reads the addend as its C and writes
-// out as its D, with no copy. addend may be null. Kernels: kernels/cpu/matmul.cc and
+// The GEMM libraries do the work: oneDNN or OpenBLAS on the CPU (kernels/cpu/gemm.h; oneDNN adds
+// the addend in its tiles), cuBLASLt on CUDA (kernels/cuda/gemm.h), which reads the addend as its
+// C and writes out as its D, with no copy. addend may be null. Kernels: kernels/cpu/matmul.cc and
 // kernels/cuda/matmul.cu.
 #pragma once
 

@@ -7,8 +7,9 @@
 //   });
 //
 // launch() runs kernel.cpu() for a CPU tensor and kernel.cuda() for a CUDA one, with scratch
-// memory from the caching allocator, and turns a CUDA failure (std::runtime_error from
-// kernels/cuda) into a fuselab::Error naming the op, the shape and the device.
+// memory from the caching allocator, and turns a kernel's failure (a std::exception: a CUDA error
+// from kernels/cuda, a bad FUSELAB_CPU_GEMM or a missing library on the CPU) into a fuselab::Error
+// naming the op, the shape and the device.
 #pragma once
 
 #include <exception>
@@ -42,9 +43,8 @@ T* ptr_or_null(const Tensor& t) {
 template <class Kernel>
 void launch(const char* op, const Tensor& on, const Kernel& kernel) {
   LaunchContext ctx(on.device());
-  if (on.device().is_cpu()) return kernel.cpu(ctx);
   try {
-    kernel.cuda(ctx);
+    on.device().is_cpu() ? kernel.cpu(ctx) : kernel.cuda(ctx);
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {

@@ -514,7 +514,10 @@ TEST_F(Cuda, BFloat16MatchesCpu) {
       ASSERT_EQ(cpu.size(), gpu.size());
       for (size_t i = 0; i < cpu.size(); ++i) {
         const Tensor g = gpu[i].device().is_cuda() ? gpu[i] : gpu[i].to(kGpu);
-        expect_close(g, cpu[i], 3e-2,
+        // 6e-2: the CPU's fused epilogues round once (oneDNN's post-ops), the emulator's cuBLASLt
+        // stand-in runs them after the GEMM and rounds twice; that unit in the last place of pre
+        // or y (2^-8) adds up over 100 rows in a weight grad.
+        expect_close(g, cpu[i], 6e-2,
                      std::string(fused ? "fused" : "unfused") + " width " + std::to_string(width) + ", tensor " +
                          std::to_string(i));
       }

@@ -55,6 +55,7 @@
 #include "examples/flags.h"
 #include "fuser/fusion_check.h"
 #include "fuser/sequential.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/cuda/device_api.h"
 #include "ops/basic/rmsnorm.h"
@@ -718,6 +719,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (spec->register_fusions) spec->register_fusions();
+    if (run.device.is_cpu()) std::printf("%s\n", kernels::cpu::cpu_gemm_description().c_str());
     if (per_fusion) {
       check(!sweep, "bench: --per-fusion times one shape; leave out --sweep");
       run_per_fusion(run);

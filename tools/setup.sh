@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev   # GEMMs (loaded at run time: kernels/cpu/openblas.h)
   nlohmann-json3-dev  # the safetensors header
   libopenblas0-openmp  # the OpenBLAS build that shares FuseLab's OpenMP threads
+  libdnnl-dev       # oneDNN 2.6: CPU GEMMs with fused post-ops, and bfloat16 (kernels/cpu/gemm.h)
   libopenmpi-dev    # MPI for data-parallel training (distributed/)
   openmpi-bin       # mpirun
   wamerican         # /usr/share/dict/words, charlm's default data

@@ -12,6 +12,14 @@
 
 namespace fuselab::kernels::cpu {
 
+// A computed value rounded into T. A bfloat16 is stored as its bits, not as the struct: GCC
+// vectorizes a loop that stores the bits and leaves one that assigns the struct scalar.
+template <class T>
+inline void store(T& to, compute_t<T> value) {
+  to = T(value);
+}
+inline void store(bfloat16& to, float value) { to.bits = bfloat16(value).bits; }
+
 #define FUSELAB_SPANS_NAMESPACE baseline
 #define FUSELAB_SPANS_TARGET
 #include "kernels/cpu/activation_spans.inc"

@@ -26,11 +26,11 @@ void binary_with(Op op, const T* a, const T* b, T* out, int64_t rows, int64_t co
     if (broadcast == Broadcast::Scalar) {
       const T s = b[0];
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) outr[c] = op(ar[c], s);
+      for (int64_t c = 0; c < cols; ++c) cpu::store(outr[c], op(ar[c], s));
     } else {
       const T* br = broadcast == Broadcast::Row ? b : b + r * cols;
 #pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) outr[c] = op(ar[c], br[c]);
+      for (int64_t c = 0; c < cols; ++c) cpu::store(outr[c], op(ar[c], br[c]));
     }
   });
 }

@@ -2,12 +2,34 @@
 
 #include <cblas.h>  // only for the CBLAS enum values; the functions come from openblas()
 
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/bias_activation.h"
+#include "kernels/cpu/onednn.h"
 #include "kernels/cpu/openblas.h"
+#include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels::cpu {
 namespace {
+
+std::optional<CpuGemm> gemm_from_environment() {
+  const char* value = std::getenv("FUSELAB_CPU_GEMM");
+  if (!value || !*value) return std::nullopt;
+  if (std::strcmp(value, "openblas") == 0) return CpuGemm::OpenBlas;
+  if (std::strcmp(value, "onednn") == 0) return CpuGemm::Onednn;
+  throw std::invalid_argument(std::string("FUSELAB_CPU_GEMM='") + value + "' is neither 'openblas' nor 'onednn'");
+}
+
+// Read once; a bad value throws again on every GEMM, since the static is never set.
+std::optional<CpuGemm>& chosen_gemm() {
+  static std::optional<CpuGemm> chosen = gemm_from_environment();
+  return chosen;
+}
+
 int flag(bool transpose) { return transpose ? CblasTrans : CblasNoTrans; }
 
 // The float32 copy of a [rows, cols] matrix with leading dimension ld (the elements it spans).
@@ -15,35 +37,113 @@ std::vector<float> widen(const bfloat16* x, int64_t rows, int64_t cols, int64_t 
   const int64_t span = rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols;
   return std::vector<float>(x, x + span);
 }
-}  // namespace
 
-template <>
-void gemm<float>(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
+void openblas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                   const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   openblas().sgemm(CblasRowMajor, flag(ta), flag(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-template <>
-void gemm<double>(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-                  int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
+void openblas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a, int64_t lda,
+                   const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   openblas().dgemm(CblasRowMajor, flag(ta), flag(tb), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// bfloat16 has no OpenBLAS GEMM in Debian's build: the operands are widened to float32, multiplied
+// OpenBLAS has no bfloat16 GEMM in Debian's build: the operands are widened to float32, multiplied
 // by sgemm (float32 accumulation, as on the GPU), and the result rounded once into C.
-template <>
-void gemm<bfloat16>(bool ta, bool tb, int64_t m, int64_t n, int64_t k, bfloat16 alpha, const bfloat16* a,
-                    int64_t lda, const bfloat16* b, int64_t ldb, bfloat16 beta, bfloat16* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
+void openblas_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, bfloat16 alpha, const bfloat16* a, int64_t lda,
+                   const bfloat16* b, int64_t ldb, bfloat16 beta, bfloat16* c, int64_t ldc) {
   const std::vector<float> a32 = widen(a, ta ? k : m, ta ? m : k, lda), b32 = widen(b, tb ? n : k, tb ? k : n, ldb);
   std::vector<float> c32 = float(beta) != 0 ? widen(c, m, n, ldc) : std::vector<float>(size_t((m - 1) * ldc + n));
-  openblas().sgemm(CblasRowMajor, flag(ta), flag(tb), m, n, k, float(alpha), a32.data(), lda, b32.data(), ldb,
-                   float(beta), c32.data(), ldc);
+  openblas_gemm(ta, tb, m, n, k, float(alpha), a32.data(), lda, b32.data(), ldb, float(beta), c32.data(), ldc);
   for (int64_t r = 0; r < m; ++r) {
     for (int64_t j = 0; j < n; ++j) c[r * ldc + j] = bfloat16(c32[size_t(r * ldc + j)]);
   }
 }
+
+// C = act(C + bias + addend), one pass over a GEMM's output that could not take the epilogue.
+template <class T>
+void epilogue_pass(const GemmEpilogue<T>& e, T* c, int64_t m, int64_t n) {
+  if (!e.addend) {
+    if (!e.bias && e.act == Activation::None) return;
+    const std::vector<T> no_bias(e.bias ? 0 : size_t(n));
+    bias_activation_forward<T>(e.act, e.bias ? e.bias : no_bias.data(), c, nullptr, m, n);
+    return;
+  }
+#pragma omp parallel for schedule(static) if (m * n > kParallelGrain)
+  for (int64_t r = 0; r < m; ++r) {
+    T* cr = c + r * n;
+    const T* ar = e.addend + r * n;
+    if (e.bias) {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) cr[j] = T(compute_t<T>(cr[j]) + compute_t<T>(e.bias[j]) + compute_t<T>(ar[j]));
+    } else {
+#pragma omp simd
+      for (int64_t j = 0; j < n; ++j) cr[j] = T(compute_t<T>(cr[j]) + compute_t<T>(ar[j]));
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+CpuGemm cpu_gemm() {
+  if constexpr (std::is_same_v<T, double>) {
+    return CpuGemm::OpenBlas;
+  } else {
+    const bool onednn = chosen_gemm().value_or(CpuGemm::Onednn) == CpuGemm::Onednn;
+    return onednn && onednn_runs<T>() ? CpuGemm::Onednn : CpuGemm::OpenBlas;
+  }
+}
+
+void set_cpu_gemm(std::optional<CpuGemm> backend) { chosen_gemm() = backend ? backend : gemm_from_environment(); }
+
+std::string cpu_gemm_description() {
+  auto name = [](CpuGemm g) { return g == CpuGemm::Onednn ? "oneDNN" : "OpenBLAS"; };
+  return std::string("CPU GEMMs: float32 ") + name(cpu_gemm<float>()) + ", bfloat16 " + name(cpu_gemm<bfloat16>()) +
+         ", float64 OpenBLAS; oneDNN ISA " + onednn_isa() + ", OpenBLAS kernels " + openblas().core;
+}
+
+template <class T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if constexpr (!std::is_same_v<T, double>) {
+    if (cpu_gemm<T>() == CpuGemm::Onednn &&
+        onednn_matmul<T>({ta, tb, m, n, k, float(alpha), float(beta), a, lda, b, ldb, nullptr, nullptr,
+                          Activation::None, c, ldc})) {
+      return;
+    }
+  }
+  openblas_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+template <class T>
+bool gemm_with_epilogue(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+                        int64_t ldb, const GemmEpilogue<T>& e, T* c) {
+  if (e.act != Activation::None && e.addend) {
+    throw std::invalid_argument("gemm_with_epilogue: an activation with an addend is not an epilogue FuseLab has");
+  }
+  if (m == 0 || n == 0) return true;
+  if constexpr (!std::is_same_v<T, double>) {
+    if (cpu_gemm<T>() == CpuGemm::Onednn &&
+        onednn_matmul<T>({ta, tb, m, n, k, 1.f, 0.f, a, lda, b, ldb, e.bias, e.addend, e.act, c, n})) {
+      return true;
+    }
+  }
+  gemm<T>(ta, tb, m, n, k, T(1), a, lda, b, ldb, T(0), c, n);
+  epilogue_pass(e, c, m, n);
+  return false;
+}
+
+#define FUSELAB_INSTANTIATE(T)                                                                                    \
+  template CpuGemm cpu_gemm<T>();                                                                                 \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*,  \
+                        int64_t);                                                                                 \
+  template bool gemm_with_epilogue<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, \
+                                      const GemmEpilogue<T>&, T*);
+FUSELAB_INSTANTIATE(float)
+FUSELAB_INSTANTIATE(double)
+FUSELAB_INSTANTIATE(bfloat16)
+#undef FUSELAB_INSTANTIATE
 
 }  // namespace fuselab::kernels::cpu

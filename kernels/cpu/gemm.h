@@ -1,15 +1,58 @@
-// Row-major GEMM on existing buffers, handed to OpenBLAS: C = alpha * op(A) * op(B) + beta * C,
-// where op(X) is X or its transpose (a flag, never a copy). op(A) is [m, k], op(B) is [k, n].
+// Row-major GEMMs on existing buffers for the CPU kernels, on OpenBLAS or oneDNN:
+//
+//   gemm:                C = alpha * op(A) op(B) + beta * C
+//   gemm_with_epilogue:  C = act(op(A) op(B) + bias + addend)
+//
+// op(X) is X or its transpose (a flag, never a copy); op(A) is [m, k], op(B) is [k, n].
+//
+// The library: FUSELAB_CPU_GEMM=openblas|onednn, else oneDNN for float32 and bfloat16. oneDNN
+// takes the epilogue inside its tiles (post-ops: kernels/cpu/onednn.h), so the fused Linear ops
+// make no separate pass for it, and it multiplies bfloat16 natively (AVX512_BF16 where the CPU has
+// it), where OpenBLAS has no bfloat16 GEMM and widens both operands to float32 first. Measured in
+// bench/RESULTS.md ("oneDNN as the CPU GEMM"). float64 always runs on OpenBLAS: oneDNN's CPU
+// matmul has no float64. Where oneDNN has no fast implementation (bfloat16 on a CPU without
+// AVX-512, or one call's shape), OpenBLAS runs it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
+#include "kernels/activation_math.h"
 #include "kernels/bfloat16.h"
 
 namespace fuselab::kernels::cpu {
 
+enum class CpuGemm { OpenBlas, Onednn };
+
+// The library that runs T's GEMMs on this CPU. Throws std::invalid_argument for a FUSELAB_CPU_GEMM that is
+// neither "openblas" nor "onednn".
+template <class T>
+CpuGemm cpu_gemm();
+
+// Overrides FUSELAB_CPU_GEMM for float32 and bfloat16, as tests do; nullopt restores it.
+void set_cpu_gemm(std::optional<CpuGemm> backend);
+
+// One line for benchmark logs: the library per dtype, oneDNN's ISA and OpenBLAS's kernels.
+std::string cpu_gemm_description();
+
 template <class T>
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+
+// What gemm_with_epilogue adds to the product: bias [n] on every row, then addend [m, n], then the
+// activation. An activation comes without an addend (the fused Linear ops' two epilogues).
+template <class T>
+struct GemmEpilogue {
+  const T* bias = nullptr;
+  const T* addend = nullptr;
+  Activation act = Activation::None;
+};
+
+// C and addend are contiguous [m, n]. Returns true where the epilogue ran inside the GEMM
+// (oneDNN), false where it ran in one pass over C after it (OpenBLAS).
+template <class T>
+bool gemm_with_epilogue(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, const T* a,
+                        int64_t lda, const T* b, int64_t ldb, const GemmEpilogue<T>& epilogue, T* c);
 
 }  // namespace fuselab::kernels::cpu

@@ -1,7 +1,9 @@
-// The CPU bodies of kernels/linear_epilogue.h: the GEMM (OpenBLAS), then one parallel pass.
-// (Row panels sized to stay in L2, each GEMM'd and finished at once, were tried first: OpenBLAS
-// repacks W for every panel and parallelizes small GEMMs badly, so on 2 threads the panelled
-// fused op was slower than unfused. See bench/RESULTS.md.)
+// The CPU bodies of kernels/linear_epilogue.h. With oneDNN (kernels/cpu/gemm.h) the epilogue runs
+// inside the GEMM, except that a pre-activation kept for backward takes one pass of its own:
+// the GEMM writes pre = x W^T + b, then y = act(pre). With OpenBLAS, the GEMM, then one parallel
+// pass for everything else. (Row panels sized to stay in L2, each GEMM'd by OpenBLAS and finished
+// at once, were tried first: OpenBLAS repacks W for every panel and parallelizes small GEMMs
+// badly, so on 2 threads the panelled fused op was slower than unfused. See bench/RESULTS.md.)
 #include "kernels/linear_epilogue.h"
 
 #include <vector>
@@ -17,31 +19,29 @@ using namespace cpu;
 
 template <class T>
 void LinearBiasActivationForward<T>::cpu(KernelContext&) const {
-  gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out);
-  if (act == Activation::None) {
-    add_bias<T>(b, y, rows, out);
+  const bool keep_pre = pre && act != Activation::None;
+  if (!keep_pre) {
+    const bool in_gemm = gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, {b, nullptr, act}, y);
+    if (path) *path = in_gemm ? EpiloguePath::InGemm : EpiloguePath::OwnPass;
+  } else if (cpu_gemm<T>() == CpuGemm::Onednn) {
+    gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, {b}, pre);
+    with_activation(act, [&](auto math) {
+      parallel_spans(rows * out, [&](int64_t begin, int64_t end) {
+        activation_span<T, decltype(math)>(pre + begin, y + begin, end - begin);
+      });
+    });
+    if (path) *path = EpiloguePath::OwnPass;
   } else {
+    gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out);
     bias_activation_forward<T>(act, b, y, pre, rows, out);
+    if (path) *path = EpiloguePath::OwnPass;
   }
-  if (path) *path = EpiloguePath::OwnPass;
 }
 
 template <class T>
 void LinearBiasAddForward<T>::cpu(KernelContext&) const {
-  gemm<T>(false, true, rows, out, in, T(1), x, in, w, in, T(0), y, out);
-#pragma omp parallel for schedule(static) if (rows * out > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
-    T* yr = y + r * out;
-    const T* rr = residual + r * out;
-    if (b) {
-#pragma omp simd
-      for (int64_t c = 0; c < out; ++c) yr[c] = T(compute_t<T>(yr[c]) + compute_t<T>(b[c]) + compute_t<T>(rr[c]));
-    } else {
-#pragma omp simd
-      for (int64_t c = 0; c < out; ++c) yr[c] = T(compute_t<T>(yr[c]) + compute_t<T>(rr[c]));
-    }
-  }
-  if (path) *path = EpiloguePath::OwnPass;
+  const bool in_gemm = gemm_with_epilogue<T>(false, true, rows, out, in, x, in, w, in, {b, residual}, y);
+  if (path) *path = in_gemm ? EpiloguePath::InGemm : EpiloguePath::OwnPass;
 }
 
 template <class T>

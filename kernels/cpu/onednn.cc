@@ -1,0 +1,174 @@
+#include "kernels/cpu/onednn.h"
+
+#include <dnnl.hpp>
+#include <omp.h>
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <unordered_map>
+
+#include "kernels/cpu/threading.h"
+
+namespace fuselab::kernels::cpu {
+namespace {
+using dnnl::memory;
+
+template <class T>
+memory::data_type data_type() {
+  return std::is_same_v<T, bfloat16> ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+const dnnl::engine& cpu_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// Everything a primitive is specialised for: two matmuls with equal keys share one.
+struct Key {
+  memory::data_type type;
+  bool transpose_a, transpose_b;
+  int64_t m, n, k, lda, ldb, ldc;
+  float alpha, beta;
+  bool bias, addend;
+  Activation act;
+  int threads;
+
+  auto tied() const {
+    return std::tie(type, transpose_a, transpose_b, m, n, k, lda, ldb, ldc, alpha, beta, bias, addend, act, threads);
+  }
+  bool operator<(const Key& other) const { return tied() < other.tied(); }
+};
+
+// op(X), [rows, cols], over row-major memory with leading dimension ld: a transpose is a stride.
+memory::desc matrix(const Key& key, int64_t rows, int64_t cols, int64_t ld, bool transposed) {
+  return memory::desc({rows, cols}, key.type, transposed ? memory::dims{1, ld} : memory::dims{ld, 1});
+}
+memory::desc a_desc(const Key& key) { return matrix(key, key.m, key.k, key.lda, key.transpose_a); }
+memory::desc b_desc(const Key& key) { return matrix(key, key.k, key.n, key.ldb, key.transpose_b); }
+memory::desc c_desc(const Key& key) { return matrix(key, key.m, key.n, key.ldc, false); }
+memory::desc bias_desc(const Key& key) { return matrix(key, 1, key.n, key.n, false); }
+
+// The post-ops in the order they apply: beta * C, the addend, the activation. FuseLab's GELU is
+// the tanh form; SiLU is oneDNN's swish with alpha = 1.
+dnnl::post_ops post_ops(const Key& key) {
+  dnnl::post_ops ops;
+  if (key.beta != 0) ops.append_sum(key.beta);
+  if (key.addend) ops.append_binary(dnnl::algorithm::binary_add, c_desc(key));
+  switch (key.act) {
+    case Activation::None: break;
+    case Activation::ReLU: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
+    case Activation::GELU: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f); break;
+    case Activation::SiLU: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
+  }
+  return ops;
+}
+
+// The primitive for a key, or none where oneDNN has only its reference implementation ("ref:any",
+// scalar loops far slower than OpenBLAS) or none at all.
+std::optional<dnnl::matmul> make_matmul(const Key& key) {
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(post_ops(key));
+  if (key.alpha != 1) attr.set_output_scales(0, {key.alpha});
+  try {
+    const dnnl::matmul::desc desc = key.bias ? dnnl::matmul::desc(a_desc(key), b_desc(key), bias_desc(key), c_desc(key))
+                                             : dnnl::matmul::desc(a_desc(key), b_desc(key), c_desc(key));
+    const dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
+    if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return std::nullopt;
+    return dnnl::matmul(pd);
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+}
+
+// The cached primitive for a key. The map is bounded: a program with endlessly new shapes
+// (attention over growing lengths) starts it over instead of growing without end.
+std::optional<dnnl::matmul> cached_matmul(const Key& key) {
+  constexpr size_t kCapacity = 512;
+  static std::mutex mutex;
+  static std::map<Key, std::optional<dnnl::matmul>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = cache.find(key);
+  if (found == cache.end()) {
+    if (cache.size() >= kCapacity) cache.clear();
+    found = cache.emplace(key, make_matmul(key)).first;
+  }
+  return found->second;  // a handle: the copy shares the primitive
+}
+
+// GEMMs below this many multiply-adds run on one thread, as OpenBLAS runs them: splitting them
+// gains less than the fork and the barrier cost, and on a loaded machine a barrier can wait
+// milliseconds for a descheduled thread (attention's per-head GEMMs ran 15x slower on 2 threads).
+constexpr int64_t kThreadedGemmWork = 1 << 18;
+
+// OpenMP's thread count for the calling thread while it lives; oneDNN reads it when it makes a
+// primitive and when it runs one.
+class OpenMpThreads {
+ public:
+  explicit OpenMpThreads(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
+  ~OpenMpThreads() { omp_set_num_threads(saved_); }
+
+ private:
+  const int saved_;
+};
+
+memory wrap(const memory::desc& desc, const void* data) {
+  return memory(desc, cpu_engine(), const_cast<void*>(data));
+}
+
+}  // namespace
+
+template <class T>
+bool onednn_matmul(const OnednnMatmul<T>& g) {
+  if (g.k == 0) return false;
+  const int threads = g.m * g.n * g.k < kThreadedGemmWork ? 1 : num_threads();
+  const OpenMpThreads use_threads(threads);
+  const Key key{data_type<T>(), g.transpose_a, g.transpose_b, g.m,    g.n,       g.k,     g.lda,        g.ldb,
+                g.ldc,          g.alpha,       g.beta,        g.bias != nullptr, g.addend != nullptr, g.act, threads};
+  const std::optional<dnnl::matmul> matmul = cached_matmul(key);
+  if (!matmul) return false;
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, wrap(a_desc(key), g.a)}, {DNNL_ARG_WEIGHTS, wrap(b_desc(key), g.b)},
+      {DNNL_ARG_DST, wrap(c_desc(key), g.c)}};
+  if (g.bias) args.emplace(DNNL_ARG_BIAS, wrap(bias_desc(key), g.bias));
+  if (g.addend) {
+    const int index = g.beta != 0 ? 1 : 0;  // its place in post_ops(), after the sum
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, wrap(c_desc(key), g.addend));
+  }
+  thread_local dnnl::stream stream(cpu_engine());
+  matmul->execute(stream, args);
+  stream.wait();
+  return true;
+}
+
+template <class T>
+bool onednn_runs() {
+  static const bool runs = make_matmul(Key{data_type<T>(), false, false, 16, 16, 16, 16, 16, 16, 1.f, 0.f, false,
+                                           false, Activation::None, num_threads()})
+                               .has_value();
+  return runs;
+}
+
+std::string onednn_isa() {
+  switch (dnnl::get_effective_cpu_isa()) {
+    case dnnl::cpu_isa::sse41: return "sse41";
+    case dnnl::cpu_isa::avx: return "avx";
+    case dnnl::cpu_isa::avx2: return "avx2";
+    case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx512_core: return "avx512_core";
+    case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    default: return "other";
+  }
+}
+
+template bool onednn_matmul<float>(const OnednnMatmul<float>&);
+template bool onednn_matmul<bfloat16>(const OnednnMatmul<bfloat16>&);
+template bool onednn_runs<float>();
+template bool onednn_runs<bfloat16>();
+
+}  // namespace fuselab::kernels::cpu
