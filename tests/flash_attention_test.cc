@@ -68,6 +68,15 @@ TEST(FlashAttention, MatchesUnfusedOnOutputAndGrads) {
   }
 }
 
+// A GPT's head size (32) on many query tiles, which the CPU kernel runs on several threads at once,
+// each with its own tile GEMMs: the GEMM library must keep their intermediate results apart.
+TEST(FlashAttention, MatchesUnfusedWhenTilesRunOnSeveralThreads) {
+  for (bool training : {false, true}) {
+    SCOPED_TRACE(training ? "training" : "eval");
+    expect_fused_matches_unfused({4, 256, 4, 32, true}, DType::Float32, training, 0.1);
+  }
+}
+
 // In bfloat16 the unfused path rounds the probabilities to bfloat16 and the fused one keeps them in
 // float32, so both are held to the float32 run on the same rounded qkv, loosely.
 TEST(FlashAttention, BFloat16FollowsFloat32) {

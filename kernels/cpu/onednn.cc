@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <vector>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -67,10 +68,20 @@ dnnl::post_ops post_ops(const Key& key) {
   return ops;
 }
 
+// A primitive and the scratch memory each run of it needs. The scratchpad is the caller's
+// (scratchpad_mode::user): oneDNN's own is one buffer shared by every primitive, so two threads
+// running GEMMs at once (FlashAttention's tiles, one query tile per thread) would overwrite each
+// other's intermediate results.
+struct Matmul {
+  dnnl::matmul primitive;
+  memory::desc scratchpad;
+};
+
 // The primitive for a key, or none where oneDNN has only its reference implementation ("ref:any",
 // scalar loops far slower than OpenBLAS) or none at all.
-std::optional<dnnl::matmul> make_matmul(const Key& key) {
+std::optional<Matmul> make_matmul(const Key& key) {
   dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   attr.set_post_ops(post_ops(key));
   if (key.alpha != 1) attr.set_output_scales(0, {key.alpha});
   try {
@@ -78,7 +89,7 @@ std::optional<dnnl::matmul> make_matmul(const Key& key) {
                                              : dnnl::matmul::desc(a_desc(key), b_desc(key), c_desc(key));
     const dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
     if (std::strncmp(pd.impl_info_str(), "ref", 3) == 0) return std::nullopt;
-    return dnnl::matmul(pd);
+    return Matmul{dnnl::matmul(pd), pd.scratchpad_desc()};
   } catch (const dnnl::error&) {
     return std::nullopt;
   }
@@ -86,10 +97,10 @@ std::optional<dnnl::matmul> make_matmul(const Key& key) {
 
 // The cached primitive for a key. The map is bounded: a program with endlessly new shapes
 // (attention over growing lengths) starts it over instead of growing without end.
-std::optional<dnnl::matmul> cached_matmul(const Key& key) {
+std::optional<Matmul> cached_matmul(const Key& key) {
   constexpr size_t kCapacity = 512;
   static std::mutex mutex;
-  static std::map<Key, std::optional<dnnl::matmul>> cache;
+  static std::map<Key, std::optional<Matmul>> cache;
   std::lock_guard<std::mutex> lock(mutex);
   auto found = cache.find(key);
   if (found == cache.end()) {
@@ -128,18 +139,20 @@ bool onednn_matmul(const OnednnMatmul<T>& g) {
   const OpenMpThreads use_threads(threads);
   const Key key{data_type<T>(), g.transpose_a, g.transpose_b, g.m,    g.n,       g.k,     g.lda,        g.ldb,
                 g.ldc,          g.alpha,       g.beta,        g.bias != nullptr, g.addend != nullptr, g.act, threads};
-  const std::optional<dnnl::matmul> matmul = cached_matmul(key);
+  const std::optional<Matmul> matmul = cached_matmul(key);
   if (!matmul) return false;
+  thread_local std::vector<char> scratchpad;  // this thread's, grown to the largest GEMM it ran
+  if (scratchpad.size() < matmul->scratchpad.get_size()) scratchpad.resize(matmul->scratchpad.get_size());
   std::unordered_map<int, memory> args{
       {DNNL_ARG_SRC, wrap(a_desc(key), g.a)}, {DNNL_ARG_WEIGHTS, wrap(b_desc(key), g.b)},
-      {DNNL_ARG_DST, wrap(c_desc(key), g.c)}};
+      {DNNL_ARG_DST, wrap(c_desc(key), g.c)}, {DNNL_ARG_SCRATCHPAD, wrap(matmul->scratchpad, scratchpad.data())}};
   if (g.bias) args.emplace(DNNL_ARG_BIAS, wrap(bias_desc(key), g.bias));
   if (g.addend) {
     const int index = g.beta != 0 ? 1 : 0;  // its place in post_ops(), after the sum
     args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, wrap(c_desc(key), g.addend));
   }
   thread_local dnnl::stream stream(cpu_engine());
-  matmul->execute(stream, args);
+  matmul->primitive.execute(stream, args);
   stream.wait();
   return true;
 }
