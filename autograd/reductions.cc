@@ -22,7 +22,7 @@ Tensor reduce_all(const char* name, const Tensor& x, double factor) {
     Tensor dx = empty(shape, dy.dtype(), dy.device());
     launch_floating<WithBFloat16::Yes>(name, dy, [&](auto zero) {
       using T = decltype(zero);
-      return kernels::Fill<T>{dy.ptr<T>(), T(factor), dx.ptr<T>(), dx.numel()};
+      return kernels::Fill<T>{dy.ptr<T>(), compute_t<T>(factor), dx.ptr<T>(), dx.numel()};
     });
     return std::vector<Tensor>{dx};
   });

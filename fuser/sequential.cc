@@ -205,6 +205,7 @@ std::vector<std::vector<std::shared_ptr<const CallArgs>>> Sequential::resolve_ca
   }
   for (const OpCallArgs& given : op_args) {
     std::shared_ptr<BasicOp> op = given.target.op;
+    check(op || !given.target.by_op, "Sequential: per-call arguments for a null op");
     if (!op) {
       const Entry& entry = (*this)[given.target.index];
       check(entry.op != nullptr, "Sequential: per-call arguments for entry ", given.target.index, ", ",

@@ -53,10 +53,11 @@ struct SequentialEntry {
 struct OpCallArgs {
   struct Target {
     template <class Op, std::enable_if_t<std::is_base_of_v<BasicOp, Op>, int> = 0>
-    Target(std::shared_ptr<Op> basic) : op(std::move(basic)) {}
+    Target(std::shared_ptr<Op> basic) : op(std::move(basic)), by_op(true) {}
     Target(int64_t entry_index) : index(entry_index) {}
     std::shared_ptr<BasicOp> op;
     int64_t index = 0;
+    bool by_op = false;  // named by an op (which must not be null), not by an index
   };
   Target target;
   CallArgs args;

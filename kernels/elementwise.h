@@ -20,7 +20,7 @@ namespace fuselab::kernels {
 template <class T>
 struct Fill {
   const T* scalar;  // may be null
-  T value;
+  compute_t<T> value;  // so that value * scalar[0] rounds once
   T* out;
   int64_t n;
   FUSELAB_KERNEL_ENTRY_POINTS;

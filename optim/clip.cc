@@ -1,6 +1,8 @@
 #include "optim/clip.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "kernels/elementwise.h"
 #include "tensor/factories.h"
@@ -11,24 +13,21 @@ namespace fuselab {
 
 double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   check(max_norm > 0, "clip_grad_norm: max_norm must be positive, got ", max_norm);
-  // Each grad's sum of squares into its slot of a float64 tensor on the grads' device, read back
-  // in one copy per device (on CUDA, one wait instead of one per grad).
-  std::vector<Tensor> grads;
+  // Each grad's sum of squares into its slot of a float64 tensor on its device, read back in one
+  // copy per device (on CUDA, one wait instead of one per grad).
+  std::vector<std::pair<Device, std::vector<Tensor>>> by_device;
   for (const Tensor& p : params) {
-    if (p.grad().defined()) grads.push_back(p.grad());
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    auto same = std::find_if(by_device.begin(), by_device.end(), [&](const auto& d) { return d.first == g.device(); });
+    if (same == by_device.end()) same = by_device.emplace(by_device.end(), g.device(), std::vector<Tensor>{});
+    same->second.push_back(g);
   }
   double sum_sq = 0;
-  std::vector<bool> done(grads.size(), false);
-  for (size_t first = 0; first < grads.size(); ++first) {
-    if (done[first]) continue;
-    const Device device = grads[first].device();
-    std::vector<size_t> on_device;
-    for (size_t k = first; k < grads.size(); ++k) {
-      if (!done[k] && grads[k].device() == device) on_device.push_back(k), done[k] = true;
-    }
-    Tensor sums = empty({int64_t(on_device.size())}, DType::Float64, device);
-    for (size_t i = 0; i < on_device.size(); ++i) {
-      const Tensor& g = grads[on_device[i]];
+  for (const auto& [device, grads] : by_device) {
+    Tensor sums = empty({int64_t(grads.size())}, DType::Float64, device);
+    for (size_t i = 0; i < grads.size(); ++i) {
+      const Tensor& g = grads[i];
       launch_floating<WithBFloat16::Yes>("clip_grad_norm", g, [&](auto zero) {
         using T = decltype(zero);
         return kernels::SumSquares<T>{g.ptr<T>(), g.numel(), sums.ptr<double>() + i};

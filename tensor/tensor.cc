@@ -179,7 +179,7 @@ Tensor& Tensor::set_data(const Tensor& source) {
 Tensor& Tensor::fill_(double value) {
   dispatch_all(dtype(), "fill_", [&](auto zero) {
     using T = decltype(zero);
-    launch("fill_", *this, kernels::Fill<T>{nullptr, T(value), ptr<T>(), numel()});
+    launch("fill_", *this, kernels::Fill<T>{nullptr, compute_t<T>(value), ptr<T>(), numel()});
   });
   return *this;
 }

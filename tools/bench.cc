@@ -259,9 +259,9 @@ void print_bandwidth(const Bandwidth& r) {
   }
 }
 
-// A number, or null where it was not measured.
+// A number, or null where it was not measured (or is not finite: JSON has no infinity).
 std::string json_number(std::optional<double> value) {
-  if (!value) return "null";
+  if (!value || !std::isfinite(*value)) return "null";
   char text[32];
   std::snprintf(text, sizeof(text), "%.10g", *value);
   return text;
@@ -455,7 +455,9 @@ AgainstLimits against_limits(const Result& r, const Limits& limits) {
     a.forward_bytes = kNormBlockForwardTensors * tensor, a.backward_bytes = kNormBlockBackwardTensors * tensor;
     const double backward_ms = r.fused_fwd_bwd.median - r.fused_fwd.median;
     a.forward_fraction_of_memory = *a.forward_bytes / (r.fused_fwd.median * 1e6) / *limits.memory_gbps;
-    a.backward_fraction_of_memory = *a.backward_bytes / (backward_ms * 1e6) / *limits.memory_gbps;
+    if (backward_ms > 0) {  // timing noise can leave fwd+bwd at or below fwd
+      a.backward_fraction_of_memory = *a.backward_bytes / (backward_ms * 1e6) / *limits.memory_gbps;
+    }
   }
   return a;
 }

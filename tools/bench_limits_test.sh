@@ -19,9 +19,14 @@ python3 - "$dir" <<'PY'
 import json, sys
 d = sys.argv[1]
 
-def share(row, field):
+def share(row, field, limit=1.5):
     value = row[field]
-    assert isinstance(value, (int, float)) and 0 < value <= 1.5, (row["model"], field, value)
+    assert isinstance(value, (int, float)) and 0 < value <= limit, (row["model"], field, value)
+
+def memory_share(row, field):
+    """A share of the copy bandwidth: above 1 where part of the data stays in the last-level cache,
+    and the backward's time is fwd+bwd less fwd, so noisy; the bound catches a wrong unit."""
+    share(row, field, limit=4)
 
 [mlp] = json.load(open(f"{d}/mlp.json"))
 assert mlp["fma_peak_gflops"] > 0 and mlp["threads"] >= 1, mlp
@@ -34,13 +39,13 @@ tensor = 16384 * 256 * 4  # one float32 [tokens, hidden] tensor
 [norm] = json.load(open(f"{d}/norm.json"))
 assert norm["memory_copy_gbps"] > 0 and norm["fma_peak_gflops"] is None, norm
 assert norm["forward_bytes"] == 4 * tensor and norm["backward_bytes"] == 3 * tensor, norm
-share(norm, "forward_fraction_of_memory")
-share(norm, "backward_fraction_of_memory")
+memory_share(norm, "forward_fraction_of_memory")
+memory_share(norm, "backward_fraction_of_memory")
 
 [rms] = json.load(open(f"{d}/rmsnorm.json"))
 assert rms["memory_copy_gbps"] > 0, rms
 assert rms["forward_bytes"] == 2 * tensor and rms["backward_bytes"] == 3 * tensor, rms
-share(rms, "forward_fraction_of_memory")
-share(rms, "backward_fraction_of_memory")
+memory_share(rms, "forward_fraction_of_memory")
+memory_share(rms, "backward_fraction_of_memory")
 PY
 echo PASS

@@ -84,7 +84,7 @@ void SumBroadcast<T>::cpu(KernelContext&) const {
 template <class T>
 void Fill<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
-  const T v = scalar ? T(C(*scalar) * C(value)) : value;
+  const T v = scalar ? T(C(*scalar) * value) : T(value);
   T* out = this->out;
   if (is_zero_bytes(v)) {
     std::memset(out, 0, size_t(n) * sizeof(T));

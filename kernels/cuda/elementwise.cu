@@ -34,9 +34,9 @@ __global__ void binary_kernel(BinaryOp op, const T* a, const T* b, T* out, int64
 }
 
 template <class T>
-__global__ void fill_kernel(const T* scalar, T value, T* out, int64_t n) {
+__global__ void fill_kernel(const T* scalar, compute_t<T> value, T* out, int64_t n) {
   using C = compute_t<T>;
-  const T v = scalar ? T(C(*scalar) * C(value)) : value;
+  const T v = scalar ? T(C(*scalar) * value) : T(value);
   FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = v;
 }
 
@@ -164,7 +164,7 @@ template <class T>
 void Fill<T>::cuda(KernelContext& ctx) const {
   if (n == 0) return;
   use_device(ctx.device);
-  if (!scalar && is_zero_bytes(value)) {
+  if (!scalar && is_zero_bytes(T(value))) {
     check_cuda(cudaMemset(out, 0, size_t(n) * sizeof(T)), "cudaMemset");
     return;
   }

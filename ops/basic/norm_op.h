@@ -16,7 +16,6 @@ namespace fuselab {
 
 class NormOp : public BasicOp {
  public:
-  using BasicOp::BasicOp;
   bool has_cuda_kernels() const override { return true; }
   int64_t features() const { return features_; }
   double eps() const { return eps_; }
