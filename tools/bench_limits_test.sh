@@ -19,14 +19,12 @@ python3 - "$dir" <<'PY'
 import json, sys
 d = sys.argv[1]
 
-def share(row, field, limit=1.5):
+def share(row, field):
+    """A positive share, below 10: that catches a wrong unit (x1000), not a slow run. Shares can
+    exceed 1: data that stays in the last-level cache beats the copy bandwidth, the backward's time
+    is fwd+bwd less fwd (noisy), and a sanitizer build slows the FMA loop but not the GEMM library."""
     value = row[field]
-    assert isinstance(value, (int, float)) and 0 < value <= limit, (row["model"], field, value)
-
-def memory_share(row, field):
-    """A share of the copy bandwidth: above 1 where part of the data stays in the last-level cache,
-    and the backward's time is fwd+bwd less fwd, so noisy; the bound catches a wrong unit."""
-    share(row, field, limit=4)
+    assert isinstance(value, (int, float)) and 0 < value <= 10, (row["model"], field, value)
 
 [mlp] = json.load(open(f"{d}/mlp.json"))
 assert mlp["fma_peak_gflops"] > 0 and mlp["threads"] >= 1, mlp
@@ -39,13 +37,13 @@ tensor = 16384 * 256 * 4  # one float32 [tokens, hidden] tensor
 [norm] = json.load(open(f"{d}/norm.json"))
 assert norm["memory_copy_gbps"] > 0 and norm["fma_peak_gflops"] is None, norm
 assert norm["forward_bytes"] == 4 * tensor and norm["backward_bytes"] == 3 * tensor, norm
-memory_share(norm, "forward_fraction_of_memory")
-memory_share(norm, "backward_fraction_of_memory")
+share(norm, "forward_fraction_of_memory")
+share(norm, "backward_fraction_of_memory")
 
 [rms] = json.load(open(f"{d}/rmsnorm.json"))
 assert rms["memory_copy_gbps"] > 0, rms
 assert rms["forward_bytes"] == 2 * tensor and rms["backward_bytes"] == 3 * tensor, rms
-memory_share(rms, "forward_fraction_of_memory")
-memory_share(rms, "backward_fraction_of_memory")
+share(rms, "forward_fraction_of_memory")
+share(rms, "backward_fraction_of_memory")
 PY
 echo PASS
