@@ -30,6 +30,7 @@ struct GradNode {
   std::vector<GradSink> inputs;
   std::vector<Shape> output_shapes;
   StreamingBackwardFn backward;  // empty once its saved state is freed
+  NodeOptions options;
   ~GradNode();
 };
 
@@ -46,7 +47,7 @@ thread_local bool grad_enabled = true;
 // The nodes an outer ~GradNode on this thread is releasing one at a time (null when none is).
 thread_local std::vector<std::shared_ptr<GradNode>>* nodes_being_released = nullptr;
 
-// a + b in a new tensor, in one pass; both have the same shape, dtype and device.
+// a + b in a new tensor, in one pass; b has a's shape or is a uniform grad (shape []).
 Tensor sum_of(const Tensor& a, const Tensor& b) { return math::binary(math::BinaryOp::Add, a, b); }
 
 // Whether no other tensor can see `t`'s memory: one handle to it, the only one on its storage.
@@ -60,14 +61,24 @@ void accumulate_leaf(std::shared_ptr<TensorImpl>& grad, const Tensor& update) {
   else grad = sole_owner(update) ? update.impl_ptr() : update.clone().impl_ptr();
 }
 
-// Grads in flight are never modified in place, so the first one can be kept without a copy.
+// Grads in flight are never modified in place, so the first one can be kept without a copy. Either
+// may be uniform (shape []); the sum is uniform only when both are.
 void accumulate_pending(std::shared_ptr<TensorImpl>& grad, const Tensor& update) {
-  grad = grad ? sum_of(Tensor(grad), update).impl_ptr() : update.impl_ptr();
+  if (!grad) {
+    grad = update.impl_ptr();
+    return;
+  }
+  const Tensor held(grad);
+  grad = (held.dim() >= update.dim() ? sum_of(held, update) : sum_of(update, held)).impl_ptr();
 }
 
 }  // namespace
 
 bool is_grad_enabled() { return grad_enabled; }
+
+Tensor full_grad(const Tensor& grad, const Shape& shape) {
+  return grad.shape() == shape ? grad : math::expand_scalar(grad, shape);
+}
 void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
 
 // Releasing a node releases its producers, and theirs: done by recursion, a long chain would
@@ -92,12 +103,13 @@ GradNode::~GradNode() {
 }
 
 void record_node(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                 StreamingBackwardFn backward) {
+                 StreamingBackwardFn backward, NodeOptions options) {
   static std::atomic<uint64_t> next_sequence{0};
   auto node = std::make_shared<GradNode>();
   node->op = std::move(op);
   node->sequence = next_sequence.fetch_add(1, std::memory_order_relaxed);
   node->backward = std::move(backward);
+  node->options = options;
   node->inputs.resize(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
     GradSink& sink = node->inputs[k];
@@ -162,10 +174,12 @@ class GradRouter {
     const GradSink& sink = n.inputs[k];
     if (!sink.needs_grad) return;
     if (grad.defined()) {
-      check(grad.shape() == sink.shape, n.op, " backward: grad of input ", k, " has shape ", grad.shape(),
+      const bool uniform = n.options.gives_uniform_grads && grad.dim() == 0;
+      check(uniform || grad.shape() == sink.shape, n.op, " backward: grad of input ", k, " has shape ", grad.shape(),
             ", expected ", sink.shape);
-      if (sink.leaf) accumulate_leaf(sink.leaf->grad, grad);
-      else accumulate_pending(pending(*sink.producer)[sink.output], grad);
+      if (!sink.leaf) accumulate_pending(pending(*sink.producer)[sink.output], grad);
+      else if (uniform) accumulate_leaf(sink.leaf->grad, math::expand_scalar(grad, sink.shape));  // fresh: taken as is
+      else accumulate_leaf(sink.leaf->grad, grad);
     }
     if (sink.leaf && on_leaf_ready_ && --remaining_[sink.leaf.get()] == 0) on_leaf_ready_(Tensor(sink.leaf));
   }
@@ -212,7 +226,11 @@ void run_node(GradRouter& router, size_t i, bool retain_graph) {
   GradNode& node = router.node(i);
   if (!router.has_pending(i)) return router.skip(i);
   std::vector<Tensor> grad_outputs(node.output_shapes.size());
-  for (size_t o = 0; o < grad_outputs.size(); ++o) grad_outputs[o] = Tensor(router.pending(i)[o]);
+  for (size_t o = 0; o < grad_outputs.size(); ++o) {
+    const Tensor grad(router.pending(i)[o]);
+    const bool expand = grad.defined() && !node.options.takes_uniform_grads;
+    grad_outputs[o] = expand ? full_grad(grad, node.output_shapes[o]) : grad;
+  }
   router.pending(i).clear();
   std::vector<bool> needs(node.inputs.size()), emitted(node.inputs.size(), false);
   for (size_t k = 0; k < needs.size(); ++k) needs[k] = node.inputs[k].needs_grad;
@@ -227,8 +245,11 @@ void run_node(GradRouter& router, size_t i, bool retain_graph) {
   if (!retain_graph) node.backward = nullptr;  // frees what the call saved
   check(grads.size() == node.inputs.size(), node.op, " backward returned ", grads.size(), " grads for ",
         node.inputs.size(), " inputs");
+  // Each grad is let go of once routed, so that of inputs given the same tensor (x and r of
+  // x + r) the last one takes it without a copy.
   for (size_t k = 0; k < grads.size(); ++k) {
     if (!emitted[k]) router.route(i, k, grads[k]);
+    grads[k] = Tensor();
   }
 }
 
@@ -278,11 +299,14 @@ bool should_record(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward) {
+Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward,
+              NodeOptions options) {
   if (!should_record(inputs)) return output;
-  record_node(std::move(op), inputs, {output},
-              [backward = std::move(backward)](const std::vector<Tensor>& grads, const std::vector<bool>& needs,
-                                               const EmitGrad&, bool) { return backward(grads, needs); });
+  record_node(
+      std::move(op), inputs, {output},
+      [backward = std::move(backward)](const std::vector<Tensor>& grads, const std::vector<bool>& needs,
+                                       const EmitGrad&, bool) { return backward(grads, needs); },
+      options);
   return output;
 }
 

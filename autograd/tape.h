@@ -21,6 +21,13 @@
 // starts reducing a parameter's grad there, while the rest of backward still runs. A node may hand
 // over some input grads before it returns (EmitGrad), as the fused Sequential node does for each
 // parameter as soon as its op's backward has run.
+//
+// Uniform grads: the grad that sum(x) and mean(x) give x is one value at every element. It travels
+// as a tensor of shape [] holding that value, and is expanded to x's shape (one fill on its
+// device) only where the elements are needed: before it becomes a leaf's grad, and before any
+// backward recorded without takes_uniform_grads. A backward that takes them (the fused Sequential,
+// whose norm ops read such a grad as one row every row shares) may be handed a grad of shape []
+// for an output that is not a scalar; it stands for that value at every element.
 #pragma once
 
 #include <functional>
@@ -60,16 +67,25 @@ void backward(const Tensor& root, const Tensor& grad_root = Tensor(), const Back
 // The same with only on_leaf_ready set.
 void backward(const Tensor& root, const Tensor& grad_root, const LeafGradReadyFn& on_leaf_ready);
 
+struct NodeOptions {
+  bool gives_uniform_grads = false;  // the backward may return a uniform grad (shape []) for any input
+  bool takes_uniform_grads = false;  // the backward may be handed one for any output
+};
+
+// A grad in full: `grad` when it has `shape`, a uniform grad expanded to `shape` otherwise.
+Tensor full_grad(const Tensor& grad, const Shape& shape);
+
 // True when grad mode is on and one of `inputs` requires grad: the call must be recorded.
 bool should_record(const std::vector<Tensor>& inputs);
 
 // Records a single-output call when should_record(inputs); returns output.
-Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward);
+Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward,
+              NodeOptions options = {});
 
 // Records one call whose outputs are `outputs` (fresh tensors; undefined ones are skipped): they
 // become non-leaf tensors that require grad. The caller has checked should_record(inputs).
 void record_node(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                 StreamingBackwardFn backward);
+                 StreamingBackwardFn backward, NodeOptions options = {});
 
 // The ops of the nodes a backward(root) would run, in the order it would run them (none for a
 // leaf): to see what a forward recorded.

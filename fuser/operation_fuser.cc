@@ -165,14 +165,15 @@ std::optional<FusionFacts> OperationFuser::last_facts() {
 }
 
 // What one call keeps for its backward: the lists it ran with, one context per basic op, and
-// the output's shape, to stand in zeros for its grad when nobody produced one.
+// the shapes of the node's outputs (the output, then the caller's extra outputs), to stand in
+// zeros for the output's grad when nobody produced one and to expand uniform grads.
 struct OperationFuser::CallState {
   std::shared_ptr<const Program> program;
   std::shared_ptr<const FusedLists> lists;
   std::vector<OpContext> ctxs;
   // [op][slot]: whether backward must give that extra input a grad (its source requires one).
   std::vector<std::vector<bool>> extra_inputs_require_grad;
-  Shape output_shape;
+  std::vector<Shape> output_shapes;
   DType dtype;
   Device device;
 };
@@ -371,7 +372,6 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
 
   std::vector<std::vector<Tensor>> extra_values(ops.size());
   const Tensor y = run_forward(*state, input, extra_inputs, extra_values);
-  state->output_shape = y.shape();
 
   // Fresh tensors for the caller: the tape marks them, never the ops' inputs they may alias.
   SequentialOutput out{y.detach(), {}};
@@ -383,9 +383,13 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   if (record) {
     std::vector<Tensor> node_outputs{out.output};
     node_outputs.insert(node_outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
-    record_node("Sequential", node_inputs, node_outputs,
-                [state](const std::vector<Tensor>& grads, const std::vector<bool>&, const EmitGrad& emit,
-                        bool retain_graph) { return backward(*state, grads, emit, retain_graph); });
+    for (const Tensor& t : node_outputs) state->output_shapes.push_back(t.shape());
+    record_node(
+        "Sequential", node_inputs, node_outputs,
+        [state](const std::vector<Tensor>& grads, const std::vector<bool>&, const EmitGrad& emit, bool retain_graph) {
+          return backward(*state, grads, emit, retain_graph);
+        },
+        {/*gives_uniform_grads=*/false, /*takes_uniform_grads=*/true});
   }
   return out;
 }
@@ -410,11 +414,14 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
     extra_output_grads[i].resize(ops[i]->num_extra_outputs());
     for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
       const int caller = plan.output_caller_index[i][s];
-      if (caller >= 0) extra_output_grads[i][s] = grads[1 + caller];
+      if (caller >= 0 && grads[1 + caller].defined()) {
+        extra_output_grads[i][s] = full_grad(grads[1 + caller], state.output_shapes[1 + caller]);
+      }
     }
   }
 
-  Tensor dy = grads[0].defined() ? grads[0] : zeros(state.output_shape, state.dtype, state.device);
+  // The output's grad may be uniform (shape []): the last op takes it as such or gets it in full.
+  Tensor dy = grads[0].defined() ? grads[0] : zeros(state.output_shapes[0], state.dtype, state.device);
   const IndexedOpList& backward = state.lists->backward;
   bool reached_input = true;
   for (size_t k = backward.ops.size(); k-- > 0;) {
@@ -433,6 +440,8 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
     TensorLists grad_extra_outputs(cover.size());
     for (size_t c = 0; c < cover.size(); ++c) grad_extra_outputs[c] = extra_output_grads[cover[c]];
 
+    const bool last = k + 1 == backward.ops.size();
+    if (last && !backward.ops[k]->takes_uniform_grad()) dy = full_grad(dy, state.output_shapes[0]);
     FusedBackward result = backward.ops[k]->fuser_backward(ctxs, dy, grad_extra_outputs);
     check_backward_result(result, *backward.ops[k], cover, ops, state.ctxs[cover.front()].input_requires_grad);
     check_required_grads_defined(result, backward.ops[k]->describe(), cover, ops, plan, state.ctxs,

@@ -36,17 +36,25 @@ void binary_with(Op op, const T* a, const T* b, T* out, int64_t rows, int64_t co
 }
 
 // sum_i term(i) over [0, n): blocks of 4096 terms, each summed in double (accurate for millions
-// of float32 terms), the block sums added in a fixed order.
+// of float32 terms), the block sums added in a fixed order. Within a block, 32 running sums (four
+// AVX-512 registers) take the terms in turn: one running sum would make every add wait for the
+// previous one, and the loop would run at a quarter of the memory's pace.
 template <class Term>
 double block_sum(int64_t n, Term&& term) {
-  constexpr int64_t kBlock = 4096;
+  constexpr int64_t kBlock = 4096, kLanes = 32;
   double total = 0;
   parallel_partial_sums<double>((n + kBlock - 1) / kBlock, 1, n > kParallelGrain, &total, false,
                                 [&](int64_t block, double* partial) {
                                   const int64_t end = std::min(n, (block + 1) * kBlock);
+                                  double lanes[kLanes] = {};
+                                  int64_t i = block * kBlock;
+                                  for (; i + kLanes <= end; i += kLanes) {
+#pragma omp simd
+                                    for (int64_t j = 0; j < kLanes; ++j) lanes[j] += term(i + j);
+                                  }
                                   double sum = 0;
-#pragma omp simd reduction(+ : sum)
-                                  for (int64_t i = block * kBlock; i < end; ++i) sum += term(i);
+                                  for (; i < end; ++i) sum += term(i);
+                                  for (double lane : lanes) sum += lane;
                                   partial[0] += sum;
                                 });
   return total;

@@ -62,7 +62,7 @@ void RMSNormBackward<T>::cpu(KernelContext&) const {
   rows_with_param_grads<T>(rows, cols, dw, nullptr, [&](int64_t r, C* dw_partial, C*) {
     // Local copies: GCC does not vectorize loops that read a by-reference capture.
     const T* xr = x + r * cols;
-    const T* dyr = dy + r * cols;
+    const T* dyr = dy + r * dy_stride;
     const T* wr = w;
     const C s = rstd[r];
     C dot = 0;  // sum_j g_j xhat_j
@@ -114,7 +114,7 @@ void LayerNormBackward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
   rows_with_param_grads<T>(rows, cols, dw, db, [&](int64_t r, C* dw_partial, C* db_partial) {
     const T* xr = x + r * cols;
-    const T* dyr = dy + r * cols;
+    const T* dyr = dy + r * dy_stride;
     const T* wr = w;  // a local copy, as in RMSNormBackward
     const C mu = mean[r], s = rstd[r];
     C sum_g = 0, sum_g_xhat = 0;

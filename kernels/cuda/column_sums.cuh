@@ -33,12 +33,12 @@ inline int64_t column_sums_scratch(int64_t rows, int64_t cols) {
   return column_chunks(rows) > 1 ? column_chunks(rows) * cols : 0;
 }
 
-// value(r, c) = x[r * cols + c], widened to the compute type
+// value(r, c) = x[r * row_stride + c], widened to the compute type
 template <class T>
 struct Elements {
   const T* x;
-  int64_t cols;
-  __device__ compute_t<T> operator()(int64_t r, int64_t c) const { return compute_t<T>(x[r * cols + c]); }
+  int64_t row_stride;
+  __device__ compute_t<T> operator()(int64_t r, int64_t c) const { return compute_t<T>(x[r * row_stride + c]); }
 };
 
 // partial[blockIdx.y, c] = sum over the rows of chunk blockIdx.y of value(r, c). The threads of a

@@ -1,0 +1,149 @@
+// Uniform grads (autograd/tape.h): the grad sum and mean give their input travels as one value and
+// is expanded only where the elements are needed. Through a norm it is read as one row; every
+// other consumer, and every leaf, gets it in full. Each test compares the loss's grads with those
+// of the same graph given the full grad explicitly.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/functional.h"
+#include "autograd/gradcheck.h"
+#include "fuser/sequential.h"
+#include "ops/basic/add_extra_input.h"
+#include "ops/basic/layernorm.h"
+#include "ops/basic/linear.h"
+#include "ops/basic/make_extra_output.h"
+#include "ops/basic/rmsnorm.h"
+#include "tensor/allocator.h"
+#include "tensor/factories.h"
+#include "tests/sequential_testing.h"
+
+namespace fuselab {
+namespace {
+
+using testing::random_tensor;
+
+std::shared_ptr<BasicOp> norm(bool layer_norm, int64_t features) {
+  std::shared_ptr<BasicOp> op;
+  if (layer_norm) {
+    op = std::make_shared<LayerNorm>(features);
+  } else {
+    op = std::make_shared<RMSNorm>(features);
+  }
+  op->to(DType::Float64);
+  return op;
+}
+
+// x + r, its branch, then the norm: fused (ForwardAddNorm, BackwardAddNorm) or not.
+Sequential add_and_norm(const std::shared_ptr<BasicOp>& norm_op) {
+  return Sequential({std::make_shared<AddExtraInput>(), std::make_shared<MakeExtraOutput>(), norm_op});
+}
+
+Tensor leaf(const Shape& shape, uint64_t seed) { return random_tensor(shape, DType::Float64, seed).set_requires_grad(); }
+
+// The grads of x, r and every parameter after backward(loss(out)), then reset.
+std::vector<Tensor> grads_of(Sequential& seq, Tensor& x, Tensor& r, const std::function<void(const Tensor&)>& loss) {
+  loss(seq(x, {r}).output);
+  std::vector<Tensor> grads{x.grad(), r.grad()};
+  for (Tensor& p : seq.parameters()) grads.push_back(p.grad());
+  x.zero_grad(), r.zero_grad(), seq.zero_grad();
+  return grads;
+}
+
+void expect_same_grads(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected, const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    ASSERT_TRUE(actual[i].defined() && expected[i].defined()) << what << " grad " << i;
+    ASSERT_EQ(actual[i].shape(), expected[i].shape()) << what << " grad " << i;
+    const auto a = actual[i].to_vector<double>(), e = expected[i].to_vector<double>();
+    for (size_t j = 0; j < a.size(); ++j) ASSERT_NEAR(a[j], e[j], 1e-12 * (1 + std::abs(e[j]))) << what << " grad " << i;
+  }
+}
+
+TEST(UniformGrad, SumAndMeanThroughNormsMatchTheFullGrad) {
+  const Shape shape{13, 37};
+  for (bool layer_norm : {false, true}) {
+    for (bool fused : {true, false}) {
+      Sequential seq = add_and_norm(norm(layer_norm, shape[1]));
+      seq.set_fusion_enabled(fused);
+      Tensor x = leaf(shape, 1), r = leaf(shape, 2);
+      const std::string what = std::string(layer_norm ? "LayerNorm" : "RMSNorm") + (fused ? " fused" : " unfused");
+      for (bool use_mean : {false, true}) {
+        const double value = use_mean ? 1.0 / double(shape[0] * shape[1]) : 1.0;
+        const auto uniform = grads_of(seq, x, r, [&](const Tensor& y) { backward(use_mean ? mean(y) : sum(y)); });
+        const auto full_grad = grads_of(seq, x, r, [&](const Tensor& y) { backward(y, full(shape, value, DType::Float64)); });
+        expect_same_grads(uniform, full_grad, what + (use_mean ? " mean" : " sum"));
+      }
+    }
+  }
+}
+
+TEST(UniformGrad, SumThroughANormPassesFiniteDifferences) {
+  for (bool layer_norm : {false, true}) {
+    const std::shared_ptr<BasicOp> n = norm(layer_norm, 9);
+    Sequential seq = add_and_norm(n);
+    std::vector<Tensor> inputs{random_tensor({5, 9}, DType::Float64, 3), random_tensor({5, 9}, DType::Float64, 4)};
+    for (const Tensor& p : n->parameters()) inputs.push_back(p.detach());
+    const GradCheckResult result = check_gradients(
+        [&](const std::vector<Tensor>& in) {
+          for (size_t p = 0; p < n->parameters().size(); ++p) n->parameter(p) = in[2 + p];
+          return mean(seq(in[0], {in[1]}).output);
+        },
+        inputs);
+    EXPECT_LT(result.max_error, 1e-7) << (layer_norm ? "LayerNorm " : "RMSNorm ") << result.worst;
+  }
+}
+
+// The norm reads sum's grad as one row: backward holds dx alone, never a second tensor of the
+// output's size. Alone and after a branch (fused: BackwardAddNorm).
+TEST(UniformGrad, IsNotExpandedBeforeTheNorm) {
+  const Shape shape{512, 256};
+  const size_t tensor_bytes = 512 * 256 * sizeof(double);
+  for (bool branch : {false, true}) {
+    Sequential seq({norm(false, shape[1])});
+    if (branch) seq.insert(0, std::make_shared<MakeExtraOutput>());
+    Tensor x = leaf(shape, 5);
+    CachingAllocator& memory = CachingAllocator::of(Device::cpu());
+    const Tensor loss = sum(seq(x, {}).output);
+    const size_t before = memory.stats().bytes_in_use;
+    memory.reset_peak();
+    backward(loss);
+    EXPECT_LT(memory.stats().peak_bytes_in_use - before, tensor_bytes + tensor_bytes / 2) << seq.describe();
+  }
+}
+
+// A Linear does not take a uniform grad, a leaf gets it in full, and a uniform grad meeting a full
+// one adds as the scalar it stands for.
+TEST(UniformGrad, IsExpandedForEveryOtherConsumer) {
+  Tensor x = leaf({6, 4}, 7), r = leaf({6, 4}, 8);
+  Sequential linear({std::make_shared<Linear>(4, 4), std::make_shared<AddExtraInput>()});
+  linear.to(DType::Float64);
+  const auto uniform = grads_of(linear, x, r, [](const Tensor& y) { backward(sum(y)); });
+  const auto expected = grads_of(linear, x, r, [](const Tensor& y) { backward(y, full(y.shape(), 1.0, DType::Float64)); });
+  expect_same_grads(uniform, expected, "Linear");
+
+  backward(sum(x));
+  for (double g : x.grad().to_vector<double>()) EXPECT_EQ(g, 1.0);
+  x.zero_grad();
+
+  backward(add(mean(x), sum(mul(x, x))));  // d/dx = 1/24 + 2x
+  const auto xs = x.to_vector<double>(), gs = x.grad().to_vector<double>();
+  for (size_t i = 0; i < xs.size(); ++i) EXPECT_NEAR(gs[i], 1.0 / 24 + 2 * xs[i], 1e-15);
+}
+
+// x + r hands both leaves the same grad: each gets its own copy, so changing one leaves the other.
+TEST(UniformGrad, LeavesGivenTheSameGradDoNotShareIt) {
+  Sequential seq = add_and_norm(norm(false, 8));
+  Tensor x = leaf({3, 8}, 9), r = leaf({3, 8}, 10);
+  backward(sum(seq(x, {r}).output));
+  const std::vector<double> r_grad = r.grad().to_vector<double>();
+  EXPECT_EQ(x.grad().to_vector<double>(), r_grad);
+  x.grad().fill_(0.0);
+  EXPECT_EQ(r.grad().to_vector<double>(), r_grad);
+}
+
+}  // namespace
+}  // namespace fuselab
