@@ -75,11 +75,11 @@ void accumulate_pending(std::shared_ptr<TensorImpl>& grad, const Tensor& update)
 }  // namespace
 
 bool is_grad_enabled() { return grad_enabled; }
+void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
 
 Tensor full_grad(const Tensor& grad, const Shape& shape) {
   return grad.shape() == shape ? grad : math::expand_scalar(grad, shape);
 }
-void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
 
 // Releasing a node releases its producers, and theirs: done by recursion, a long chain would
 // overflow the stack. So the outermost ~GradNode on the thread collects the producers that nested

@@ -421,8 +421,9 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
   }
 
   // The output's grad may be uniform (shape []): the last op takes it as such or gets it in full.
-  Tensor dy = grads[0].defined() ? grads[0] : zeros(state.output_shapes[0], state.dtype, state.device);
   const IndexedOpList& backward = state.lists->backward;
+  Tensor dy = grads[0].defined() ? grads[0] : zeros(state.output_shapes[0], state.dtype, state.device);
+  if (backward.ops.empty() || !backward.ops.back()->takes_uniform_grad()) dy = full_grad(dy, state.output_shapes[0]);
   bool reached_input = true;
   for (size_t k = backward.ops.size(); k-- > 0;) {
     const auto& cover = backward.covers[k];
@@ -440,8 +441,6 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
     TensorLists grad_extra_outputs(cover.size());
     for (size_t c = 0; c < cover.size(); ++c) grad_extra_outputs[c] = extra_output_grads[cover[c]];
 
-    const bool last = k + 1 == backward.ops.size();
-    if (last && !backward.ops[k]->takes_uniform_grad()) dy = full_grad(dy, state.output_shapes[0]);
     FusedBackward result = backward.ops[k]->fuser_backward(ctxs, dy, grad_extra_outputs);
     check_backward_result(result, *backward.ops[k], cover, ops, state.ctxs[cover.front()].input_requires_grad);
     check_required_grads_defined(result, backward.ops[k]->describe(), cover, ops, plan, state.ctxs,
