@@ -6,10 +6,14 @@
 //   backward filter:  dw = sum_n dy_n col_n^T
 //   fused forward:    pre = conv(x, w) + b[k],  y = act(pre)  (y = pre for Activation::None)
 //
-// The CPU (kernels/cpu/conv2d.cc) runs im2col and one GEMM per image, with its col buffer in
-// scratch; the fused forward applies each image's bias and activation right after its GEMM,
-// while the output is in cache. CUDA (kernels/cuda/conv2d.cu) calls cuDNN, with the best
-// algorithm from its heuristics (cached per geometry, dtype and math mode); float32 uses FMA math
+// The CPU (kernels/cpu/conv2d.cc) runs float32 on oneDNN's convolutions where FUSELAB_CPU_GEMM
+// picks oneDNN, the default, and the kernel is wider than 1x1 over at least 16 input channels,
+// where that measured faster (kernels/cpu/onednn_conv.h): the fused forward's bias and activation
+// are post-ops, applied in each output tile, unless pre must be kept (then conv + bias into pre
+// and one activation pass). Otherwise (float64, FUSELAB_CPU_GEMM=openblas, other geometries) it
+// runs im2col and one GEMM per image, with its col buffer in scratch; the fused forward applies
+// each image's bias and activation right after its GEMM, while the output is in cache. CUDA
+// (kernels/cuda/conv2d.cu) calls cuDNN, with the best algorithm from its heuristics (cached per geometry, dtype and math mode); float32 uses FMA math
 // unless TF32 is allowed (kernels/cuda/gemm.h). Its fused forward is one cuDNN call for ReLU and
 // the convolution then a bias-and-activation kernel otherwise. `pre` may be null (not needed).
 #pragma once

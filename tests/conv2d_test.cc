@@ -1,11 +1,13 @@
 // Conv2d and ChannelBias, and the ForwardConvBiasActivation fusion, on the CPU: the forward
 // against a direct convolution loop, every grad against finite differences in float64, the
-// fused op against the unfused ops (output and every grad), and bad inputs.
+// fused op against the unfused ops (output and every grad) with float32 convolutions on oneDNN
+// and on im2col + OpenBLAS, and bad inputs on both.
 #include <gtest/gtest.h>
 
 #include <functional>
 
 #include "fuser/sequential.h"
+#include "kernels/cpu/gemm.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/channel_bias.h"
 #include "ops/basic/conv2d.h"
@@ -18,6 +20,19 @@ namespace {
 
 using testing::random_tensor;
 using Ops = std::vector<std::shared_ptr<BasicOp>>;
+using kernels::cpu::CpuGemm;
+
+// The two float32 paths: oneDNN's convolution (FUSELAB_CPU_GEMM=onednn) and im2col + GEMM.
+const CpuGemm kLibraries[] = {CpuGemm::Onednn, CpuGemm::OpenBlas};
+
+// Runs f with float32 convolutions on the library, restoring the environment's choice after.
+template <class F>
+void with_library(CpuGemm library, F&& f) {
+  kernels::cpu::set_cpu_gemm(library);
+  SCOPED_TRACE(library == CpuGemm::Onednn ? "oneDNN" : "OpenBLAS");
+  f();
+  kernels::cpu::set_cpu_gemm(std::nullopt);
+}
 
 struct ConvCase {
   int64_t batch, in_channels, out_channels, height, width, kernel, stride, padding;
@@ -29,6 +44,10 @@ const ConvCase kCases[] = {
     {2, 3, 4, 5, 6, 3, 1, 1}, {1, 2, 3, 7, 5, 3, 2, 1}, {3, 4, 2, 4, 4, 1, 1, 0},
     {2, 1, 2, 3, 3, 3, 1, 0}, {1, 2, 2, 5, 5, 2, 2, 2}, {2, 2, 1, 1, 2, 3, 1, 1},
 };
+
+// Geometries that run on oneDNN where it is the library: kernels wider than 1x1 over at least 16
+// input channels (kernels/cpu/conv2d.cc), here with odd channel counts, stride 2 and batch 1.
+const ConvCase kOnednnCases[] = {{2, 17, 6, 5, 7, 3, 2, 1}, {1, 16, 6, 6, 19, 3, 1, 1}, {1, 20, 4, 5, 3, 2, 1, 0}};
 
 std::string name_of(const ConvCase& c) {
   return "N" + std::to_string(c.batch) + " C" + std::to_string(c.in_channels) + " K" + std::to_string(c.out_channels) +
@@ -145,9 +164,11 @@ TEST(ForwardConvBiasActivation, FiresInTheForwardPass) {
   EXPECT_EQ(mismatched.describe().find("ForwardConvBiasActivation"), std::string::npos) << mismatched.describe();
 }
 
-TEST(ForwardConvBiasActivation, FusedMatchesUnfusedOnOutputsAndEveryGrad) {
+void expect_fused_matches_unfused_everywhere() {
+  std::vector<ConvCase> cases(std::begin(kCases), std::end(kCases));
+  cases.insert(cases.end(), std::begin(kOnednnCases), std::end(kOnednnCases));
   for (const auto& [name, activation] : kActivations) {
-    for (const ConvCase& c : kCases) {
+    for (const ConvCase& c : cases) {
       for (DType dtype : {DType::Float64, DType::Float32}) {
         for (bool training : {true, false}) {
           for (bool input_grad : {true, false}) {
@@ -169,6 +190,26 @@ TEST(ForwardConvBiasActivation, FusedMatchesUnfusedOnOutputsAndEveryGrad) {
   }
 }
 
+TEST(ForwardConvBiasActivation, FusedMatchesUnfusedOnOutputsAndEveryGrad) {
+  for (CpuGemm library : kLibraries) with_library(library, expect_fused_matches_unfused_everywhere);
+}
+
+// The oneDNN convolution and im2col + OpenBLAS give the same float32 outputs and grads.
+TEST(Conv2d, OnednnAndIm2colAgreeInFloat32) {
+  for (const auto& [name, activation] : kActivations) {
+    for (const ConvCase& c : kOnednnCases) {
+      SCOPED_TRACE(name + " " + name_of(c));
+      Sequential seq(conv_block(c, activation));
+      RunResult runs[2];
+      for (int i = 0; i < 2; ++i) {
+        with_library(kLibraries[i], [&] { runs[i] = run_with_backward(seq, input_for(c, DType::Float32, 5), {}); });
+      }
+      const Tolerance tol = tolerance_for(DType::Float32);
+      testing::expect_runs_match(runs[0], runs[1], tol.rtol, tol.atol);
+    }
+  }
+}
+
 TEST(ForwardConvBiasActivation, FusedGradientsMatchFiniteDifferences) {
   for (const auto& [name, activation] : kActivations) {
     SCOPED_TRACE(name);
@@ -179,7 +220,7 @@ TEST(ForwardConvBiasActivation, FusedGradientsMatchFiniteDifferences) {
   }
 }
 
-TEST(Conv2d, BadInputsNameTheOpAndShapes) {
+void expect_bad_inputs_name_the_op_and_shapes() {
   Sequential seq({std::make_shared<Conv2d>(3, 4, 3, 1, 0), std::make_shared<ChannelBias>(4)});
   testing::expect_error([&] { seq(zeros({2, 3, 8})); }, {"Conv2d(conv2d0)", "[2, 3, 8]", "[batch, 3 channels"});
   testing::expect_error([&] { seq(zeros({2, 5, 8, 8})); }, {"Conv2d(conv2d0)", "[2, 5, 8, 8]"});
@@ -190,13 +231,21 @@ TEST(Conv2d, BadInputsNameTheOpAndShapes) {
   testing::expect_error([&] { bias(zeros({2, 3, 5, 5})); }, {"ChannelBias(channelbias0)", "[2, 3, 5, 5]", "4 channels"});
 }
 
-TEST(Conv2d, EmptyBatchGivesEmptyOutputAndZeroWeightGrad) {
+TEST(Conv2d, BadInputsNameTheOpAndShapes) {
+  for (CpuGemm library : kLibraries) with_library(library, expect_bad_inputs_name_the_op_and_shapes);
+}
+
+void expect_empty_batch_gives_zero_weight_grad() {
   auto conv = std::make_shared<Conv2d>(2, 3, 3, 1, 1);
   Sequential seq({conv});
   seq.set_fusion_enabled(false);
   const RunResult run = run_with_backward(seq, zeros({0, 2, 4, 4}), {});
   EXPECT_EQ(run.outputs[0].shape(), (Shape{0, 3, 4, 4}));
   for (double g : run.param_grads[0].to(DType::Float64).to_vector<double>()) EXPECT_EQ(g, 0);
+}
+
+TEST(Conv2d, EmptyBatchGivesEmptyOutputAndZeroWeightGrad) {
+  for (CpuGemm library : kLibraries) with_library(library, expect_empty_batch_gives_zero_weight_grad);
 }
 
 }  // namespace

@@ -1,10 +1,14 @@
-// The CPU bodies of kernels/conv2d.h: im2col, then one GEMM per image.
+// The CPU bodies of kernels/conv2d.h: oneDNN's convolution (kernels/cpu/onednn_conv.h) for float32
+// where the GEMM library is oneDNN and the geometry pays (onednn_convolution), else im2col, then
+// one GEMM per image.
 #include "kernels/conv2d.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/cpu/activation_spans.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/onednn_conv.h"
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels::cpu {
@@ -95,6 +99,42 @@ void forward_images(const Conv2dGeometry& g, const T* x, const T* w, T* y, T* co
   }
 }
 
+// Whether a convolution runs on oneDNN: float32 where FUSELAB_CPU_GEMM picks oneDNN (the default),
+// with a kernel wider than 1x1 over at least 16 input channels. There oneDNN's blocked direct
+// convolution ran each pass 1.2-1.9x faster than im2col + OpenBLAS, reorders included; with 3
+// input channels (no channel block) or a 1x1 kernel (im2col is a copy, the GEMM all the work) it
+// ran 1.5-2x slower (bench/RESULTS.md, "oneDNN convolutions"). The bound of 16, oneDNN's channel
+// block on AVX-512, lies between the 3 and 17 channels measured. float64 has no oneDNN convolution.
+// A geometry oneDNN has no fast implementation for returns false from the onednn_conv_* calls and
+// runs im2col + GEMM.
+template <class T>
+bool onednn_convolution(const Conv2dGeometry& g) {
+  if constexpr (std::is_same_v<T, float>) {
+    return cpu_gemm<float>() == CpuGemm::Onednn && g.kernel_h * g.kernel_w > 1 && g.in_channels >= 16;
+  } else {
+    return false;
+  }
+}
+
+// y = act(pre) in one pass.
+template <class T>
+void activation_pass(Activation act, const T* pre, T* y, int64_t n) {
+  with_activation(act, [&](auto math) {
+    parallel_spans(n, [&](int64_t begin, int64_t end) {
+      activation_span<T, decltype(math)>(pre + begin, y + begin, end - begin);
+    });
+  });
+}
+
+// The fused forward on oneDNN: bias and activation as post-ops, or, where pre is kept, the
+// convolution and bias into pre and then y = act(pre). False where oneDNN cannot run it.
+inline bool onednn_bias_activation(const Conv2dBiasActivationForward<float>& k, KernelContext& ctx) {
+  if (!k.pre) return onednn_conv_forward(k.g, k.x, k.w, k.b, k.act, k.y, ctx);
+  if (!onednn_conv_forward(k.g, k.x, k.w, k.b, Activation::None, k.pre, ctx)) return false;
+  activation_pass(k.act, k.pre, k.y, k.g.batch * k.g.out_channels * k.g.out_plane());
+  return true;
+}
+
 }  // namespace
 
 }  // namespace fuselab::kernels::cpu
@@ -104,11 +144,17 @@ using namespace cpu;
 
 template <class T>
 void Conv2dForward<T>::cpu(KernelContext& ctx) const {
+  if constexpr (std::is_same_v<T, float>) {
+    if (onednn_convolution<T>(g) && onednn_conv_forward(g, x, w, nullptr, Activation::None, y, ctx)) return;
+  }
   forward_images(g, x, w, y, ctx.scratch<T>(g.patch() * g.out_plane()), [](int64_t) {});
 }
 
 template <class T>
 void Conv2dBiasActivationForward<T>::cpu(KernelContext& ctx) const {
+  if constexpr (std::is_same_v<T, float>) {
+    if (onednn_convolution<T>(g) && onednn_bias_activation(*this, ctx)) return;
+  }
   T* col = ctx.scratch<T>(g.patch() * g.out_plane());
   const int64_t plane = g.out_plane();
   if (act == Activation::None) {  // pre would equal y: y = conv + b
@@ -132,6 +178,9 @@ void Conv2dBiasActivationForward<T>::cpu(KernelContext& ctx) const {
 
 template <class T>
 void Conv2dBackwardData<T>::cpu(KernelContext& ctx) const {
+  if constexpr (std::is_same_v<T, float>) {
+    if (onednn_convolution<T>(g) && onednn_conv_backward_data(g, w, dy, dx, ctx)) return;
+  }
   T* col = ctx.scratch<T>(g.patch() * g.out_plane());
   const int64_t in_image = g.in_channels * g.in_plane(), out_image = g.out_channels * g.out_plane();
   for (int64_t n = 0; n < g.batch; ++n) {
@@ -144,6 +193,9 @@ void Conv2dBackwardData<T>::cpu(KernelContext& ctx) const {
 
 template <class T>
 void Conv2dBackwardFilter<T>::cpu(KernelContext& ctx) const {
+  if constexpr (std::is_same_v<T, float>) {
+    if (onednn_convolution<T>(g) && onednn_conv_backward_weights(g, x, dy, dw, ctx)) return;
+  }
   T* col = ctx.scratch<T>(g.patch() * g.out_plane());
   const int64_t in_image = g.in_channels * g.in_plane(), out_image = g.out_channels * g.out_plane();
   for (int64_t n = 0; n < g.batch; ++n) {

@@ -11,7 +11,9 @@
 // it), where OpenBLAS has no bfloat16 GEMM and widens both operands to float32 first. Measured in
 // bench/RESULTS.md ("oneDNN as the CPU GEMM"). float64 always runs on OpenBLAS: oneDNN's CPU
 // matmul has no float64. Where oneDNN has no fast implementation (bfloat16 on a CPU without
-// AVX-512, or one call's shape), OpenBLAS runs it.
+// AVX-512, or one call's shape), OpenBLAS runs it. The same choice governs float32 convolutions:
+// oneDNN's (kernels/cpu/onednn_conv.h) for the geometries where it is faster, or im2col + GEMM
+// (kernels/cpu/conv2d.cc).
 #pragma once
 
 #include <cstdint>

@@ -1,32 +1,17 @@
 #include "kernels/cpu/onednn.h"
 
-#include <dnnl.hpp>
-#include <omp.h>
-
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <vector>
 #include <optional>
 #include <tuple>
-#include <type_traits>
-#include <unordered_map>
+#include <vector>
 
+#include "kernels/cpu/onednn_runtime.h"
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels::cpu {
 namespace {
 using dnnl::memory;
-
-template <class T>
-memory::data_type data_type() {
-  return std::is_same_v<T, bfloat16> ? memory::data_type::bf16 : memory::data_type::f32;
-}
-
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
+using namespace onednn;
 
 // Everything a primitive is specialised for: two matmuls with equal keys share one.
 struct Key {
@@ -53,18 +38,12 @@ memory::desc b_desc(const Key& key) { return matrix(key, key.k, key.n, key.ldb, 
 memory::desc c_desc(const Key& key) { return matrix(key, key.m, key.n, key.ldc, false); }
 memory::desc bias_desc(const Key& key) { return matrix(key, 1, key.n, key.n, false); }
 
-// The post-ops in the order they apply: beta * C, the addend, the activation. FuseLab's GELU is
-// the tanh form; SiLU is oneDNN's swish with alpha = 1.
+// The post-ops in the order they apply: beta * C, the addend, the activation.
 dnnl::post_ops post_ops(const Key& key) {
   dnnl::post_ops ops;
   if (key.beta != 0) ops.append_sum(key.beta);
   if (key.addend) ops.append_binary(dnnl::algorithm::binary_add, c_desc(key));
-  switch (key.act) {
-    case Activation::None: break;
-    case Activation::ReLU: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f); break;
-    case Activation::GELU: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_gelu_tanh, 0.f, 0.f); break;
-    case Activation::SiLU: ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f); break;
-  }
+  append_activation(ops, key.act);
   return ops;
 }
 
@@ -95,51 +74,16 @@ std::optional<Matmul> make_matmul(const Key& key) {
   }
 }
 
-// The cached primitive for a key. The map is bounded: a program with endlessly new shapes
-// (attention over growing lengths) starts it over instead of growing without end.
-std::optional<Matmul> cached_matmul(const Key& key) {
-  constexpr size_t kCapacity = 512;
-  static std::mutex mutex;
-  static std::map<Key, std::optional<Matmul>> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto found = cache.find(key);
-  if (found == cache.end()) {
-    if (cache.size() >= kCapacity) cache.clear();
-    found = cache.emplace(key, make_matmul(key)).first;
-  }
-  return found->second;  // a handle: the copy shares the primitive
-}
-
-// GEMMs below this many multiply-adds run on one thread, as OpenBLAS runs them: splitting them
-// gains less than the fork and the barrier cost, and on a loaded machine a barrier can wait
-// milliseconds for a descheduled thread (attention's per-head GEMMs ran 15x slower on 2 threads).
-constexpr int64_t kThreadedGemmWork = 1 << 18;
-
-// OpenMP's thread count for the calling thread while it lives; oneDNN reads it when it makes a
-// primitive and when it runs one.
-class OpenMpThreads {
- public:
-  explicit OpenMpThreads(int threads) : saved_(omp_get_max_threads()) { omp_set_num_threads(threads); }
-  ~OpenMpThreads() { omp_set_num_threads(saved_); }
-
- private:
-  const int saved_;
-};
-
-memory wrap(const memory::desc& desc, const void* data) {
-  return memory(desc, cpu_engine(), const_cast<void*>(data));
-}
-
 }  // namespace
 
 template <class T>
 bool onednn_matmul(const OnednnMatmul<T>& g) {
   if (g.k == 0) return false;
-  const int threads = g.m * g.n * g.k < kThreadedGemmWork ? 1 : num_threads();
+  const int threads = g.m * g.n * g.k < kThreadedWork ? 1 : num_threads();
   const OpenMpThreads use_threads(threads);
   const Key key{data_type<T>(), g.transpose_a, g.transpose_b, g.m,    g.n,       g.k,     g.lda,        g.ldb,
                 g.ldc,          g.alpha,       g.beta,        g.bias != nullptr, g.addend != nullptr, g.act, threads};
-  const std::optional<Matmul> matmul = cached_matmul(key);
+  const auto matmul = cached<Key, std::optional<Matmul>>(key, make_matmul);
   if (!matmul) return false;
   thread_local std::vector<char> scratchpad;  // this thread's, grown to the largest GEMM it ran
   if (scratchpad.size() < matmul->scratchpad.get_size()) scratchpad.resize(matmul->scratchpad.get_size());
@@ -151,9 +95,7 @@ bool onednn_matmul(const OnednnMatmul<T>& g) {
     const int index = g.beta != 0 ? 1 : 0;  // its place in post_ops(), after the sum
     args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, wrap(c_desc(key), g.addend));
   }
-  thread_local dnnl::stream stream(cpu_engine());
-  matmul->primitive.execute(stream, args);
-  stream.wait();
+  run(matmul->primitive, args);
   return true;
 }
 
