@@ -55,8 +55,10 @@ Tensor sum_of(const Tensor& a, const Tensor& b) { return math::binary(math::Bina
 bool sole_owner(const Tensor& t) { return t.impl_ptr().use_count() == 1 && t.impl().storage.use_count() == 1; }
 
 // A leaf's grad is the user's to modify in place, so it never aliases a grad another tensor holds:
-// the update is copied unless nothing else can see it (a weight grad fresh from its GEMM).
+// the update is copied unless nothing else can see it (a weight grad fresh from its GEMM). An
+// update that is the grad itself was added into it in place already (grad_to_accumulate_into).
 void accumulate_leaf(std::shared_ptr<TensorImpl>& grad, const Tensor& update) {
+  if (grad && grad == update.impl_ptr()) return;
   if (grad) grad = sum_of(Tensor(grad), update).impl_ptr();
   else grad = sole_owner(update) ? update.impl_ptr() : update.clone().impl_ptr();
 }
@@ -73,6 +75,13 @@ void accumulate_pending(std::shared_ptr<TensorImpl>& grad, const Tensor& update)
 }
 
 }  // namespace
+
+Tensor grad_to_accumulate_into(const Tensor& leaf) {
+  if (!leaf.defined() || !leaf.is_leaf()) return Tensor();
+  const std::shared_ptr<TensorImpl>& grad = leaf.impl().grad;
+  const bool unseen = grad && grad.use_count() == 1 && grad->storage.use_count() == 1;
+  return unseen ? Tensor(grad) : Tensor();
+}
 
 bool is_grad_enabled() { return grad_enabled; }
 void set_grad_enabled(bool enabled) { grad_enabled = enabled; }

@@ -87,6 +87,14 @@ Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, 
 void record_node(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                  StreamingBackwardFn backward, NodeOptions options = {});
 
+// The grad of `leaf` where a backward may add its contribution into it in place, else undefined:
+// a leaf whose grad nothing else can see (no other handle to it or to its storage; a grad the user
+// kept a handle to is left as it was, and the sum is a new tensor). Gradient accumulation over
+// micro-batches uses it: the Linear ops' weight-grad GEMMs add into it with beta = 1 instead of a
+// GEMM and a separate pass. A backward that did so returns that very tensor as the leaf's grad,
+// and backward() takes it as already accumulated.
+Tensor grad_to_accumulate_into(const Tensor& leaf);
+
 // The ops of the nodes a backward(root) would run, in the order it would run them (none for a
 // leaf): to see what a forward recorded.
 std::vector<std::string> graph_ops(const Tensor& root);

@@ -1,5 +1,6 @@
 // GEMM rate (GFLOP/s) of kernels::cpu::gemm, which FuseLab's Linear ops call, beside OpenBLAS's
-// cblas_sgemm called directly, for square float32 matrices.
+// cblas_sgemm called directly, for square float32 matrices; and a weight grad accumulated into an
+// existing grad, by a GEMM and an add pass against one GEMM with beta = 1 (oneDNN's sum post-op).
 //
 //   bazel run -c opt //bench:gemm_bench -- --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
@@ -9,6 +10,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/openblas.h"
 #include "tensor/factories.h"
+#include "tensor/tensor_math.h"
 
 namespace fuselab {
 namespace {
@@ -57,6 +59,31 @@ void BM_MlpBlockGemms(benchmark::State& state) {
                                                 benchmark::Counter::kIs1000);
 }
 
+// grad += dy^T x for a Linear [out, in] over `rows` rows, as the second micro-batch of a step adds
+// its weight grad: range(3) 0 makes dW and adds it in a second pass (a new tensor, as before),
+// 1 adds in the GEMM (math::matmul_add_into).
+void BM_WeightGradAccumulation(benchmark::State& state) {
+  const int64_t rows = state.range(0), in = state.range(1), out = state.range(2);
+  const bool in_gemm = state.range(3) == 1;
+  const Tensor x = randn({rows, in}), dy = randn({rows, out});
+  Tensor grad = randn({out, in});
+  for (auto _ : state) {
+    if (in_gemm) {
+      math::matmul_add_into(grad, dy, true, x, false);
+    } else {
+      grad = math::binary(math::BinaryOp::Add, grad, math::matmul(dy, true, x, false));
+    }
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * rows * in * out, benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
+}
+
+BENCHMARK(BM_WeightGradAccumulation)
+    ->ArgNames({"rows", "in", "out", "in_gemm"})
+    ->ArgsProduct({{128}, {1024}, {1024}, {0, 1}})
+    ->ArgsProduct({{128}, {784}, {1024}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_MlpBlockGemms)
     ->Args({256, 256})
     ->Args({4096, 256})

@@ -4,8 +4,9 @@
 //
 // The GEMM libraries do the work: oneDNN or OpenBLAS on the CPU (kernels/cpu/gemm.h; oneDNN adds
 // the addend in its tiles), cuBLASLt on CUDA (kernels/cuda/gemm.h), which reads the addend as its
-// C and writes out as its D, with no copy. addend may be null. Kernels: kernels/cpu/matmul.cc and
-// kernels/cuda/matmul.cu.
+// C and writes out as its D, with no copy. addend may be null, or out itself: then out += op(a) op(b)
+// in place, the GEMM's beta = 1 (oneDNN's sum post-op, cuBLASLt's C = D), as a weight grad is added
+// into the grad accumulated so far. Kernels: kernels/cpu/matmul.cc and kernels/cuda/matmul.cu.
 #pragma once
 
 #include <cstdint>

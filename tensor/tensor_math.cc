@@ -125,23 +125,47 @@ Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy) {
   return dx;
 }
 
-Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend) {
-  check(a.dtype() == b.dtype() && a.device() == b.device(), "matmul: operands ", a.shape(), " ", a.dtype(), " on ",
-        a.device(), " and ", b.shape(), " ", b.dtype(), " on ", b.device(), " must have the same dtype and device");
+namespace {
+
+// op(a) op(b) (+ addend) into out, whose shape the caller has checked; addend may be out itself.
+void run_matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend,
+                Tensor& out) {
   const int64_t batch = a.dim() == 3 ? a.size(0) : 1;
-  const int64_t ar = a.size(-2), ac = a.size(-1), br = b.size(-2), bc = b.size(-1);
-  const int64_t m = transpose_a ? ac : ar, k = transpose_a ? ar : ac, n = transpose_b ? br : bc;
-  const Shape shape = a.dim() == 3 ? Shape{batch, m, n} : Shape{m, n};
-  check(!addend.defined() || addend.shape() == shape, "matmul: addend of shape ",
-        addend.defined() ? addend.shape() : Shape{}, " for a product of shape ", shape);
-  Tensor out = empty(shape, a.dtype(), a.device());
+  const int64_t m = out.size(-2), n = out.size(-1), k = transpose_a ? a.size(-2) : a.size(-1);
   launch_floating<WithBFloat16::Yes>("matmul", a, [&](auto zero) {
     using T = decltype(zero);
     return kernels::Matmul<T>{transpose_a, transpose_b, batch,      m,
                               n,           k,           a.ptr<T>(), b.ptr<T>(),
                               ptr_or_null<T>(addend),   out.ptr<T>()};
   });
+}
+
+// The shape of op(a) op(b), checking that the operands agree on dtype and device.
+Shape product_shape(const char* op, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b) {
+  check(a.dtype() == b.dtype() && a.device() == b.device(), op, ": operands ", a.shape(), " ", a.dtype(), " on ",
+        a.device(), " and ", b.shape(), " ", b.dtype(), " on ", b.device(), " must have the same dtype and device");
+  const int64_t ar = a.size(-2), ac = a.size(-1), br = b.size(-2), bc = b.size(-1);
+  const int64_t m = transpose_a ? ac : ar, n = transpose_b ? br : bc;
+  return a.dim() == 3 ? Shape{a.size(0), m, n} : Shape{m, n};
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend) {
+  const Shape shape = product_shape("matmul", a, transpose_a, b, transpose_b);
+  check(!addend.defined() || addend.shape() == shape, "matmul: addend of shape ",
+        addend.defined() ? addend.shape() : Shape{}, " for a product of shape ", shape);
+  Tensor out = empty(shape, a.dtype(), a.device());
+  run_matmul(a, transpose_a, b, transpose_b, addend, out);
   return out;
+}
+
+void matmul_add_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b) {
+  const Shape shape = product_shape("matmul_add_into", a, transpose_a, b, transpose_b);
+  check(out.defined(), "matmul_add_into: out is undefined; it must be ", shape, " ", a.dtype(), " on ", a.device());
+  check(out.shape() == shape && out.dtype() == a.dtype() && out.device() == a.device(), "matmul_add_into: out must be ",
+        shape, " ", a.dtype(), " on ", a.device(), ", got ", out.shape(), " ", out.dtype(), " on ", out.device());
+  run_matmul(a, transpose_a, b, transpose_b, out, out);
 }
 
 Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {

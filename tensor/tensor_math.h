@@ -39,6 +39,9 @@ Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy);
 // result's shape, is added in the GEMM itself (beta = 1): on CUDA read as its C, on the CPU copied
 // into the result first.
 Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend = Tensor());
+// out += op(a) op(b) in place, out of the product's shape, dtype and device: the GEMM reads out as
+// its C (beta = 1), so the sum costs no pass of its own.
+void matmul_add_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b);
 // out[i] = table[ids[i]] for a [V, D] table and int64 ids on its device (throws naming `op` when
 // an id is out of range), and its adjoint, the scatter-add dtable[ids[i]] += dout[i].
 Tensor embedding(const char* op, const Tensor& table, const Tensor& ids);

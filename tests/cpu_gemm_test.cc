@@ -1,7 +1,8 @@
 // The CPU GEMM libraries (kernels/cpu/gemm.h), OpenBLAS and oneDNN, each against a float64
 // reference: plain GEMMs (transposes, alpha, beta, leading dimensions) and GEMMs with an epilogue
 // (bias, activation, addend), in float32 and bfloat16; and where each library runs the epilogue
-// of the fused Linear kernels. //tests:cpu_gemm_avx2_test runs this file with oneDNN capped at
+// of the fused Linear kernels; and the Matmul kernel adding into its own output (beta = 1, oneDNN's
+// sum post-op), as a weight grad accumulates. //tests:cpu_gemm_avx2_test runs this file with oneDNN capped at
 // AVX2, where it has no bfloat16 matmul and those calls must fall back to OpenBLAS.
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include "kernels/cpu/host_context.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/linear_epilogue.h"
+#include "kernels/matmul.h"
 
 namespace fuselab::kernels::cpu {
 namespace {
@@ -97,6 +99,8 @@ class CpuGemmTest : public ::testing::TestWithParam<CpuGemm> {
   void check_alpha_beta_and_leading_dimensions();
   template <class T>
   void check_linear_kernels();
+  template <class T>
+  void check_matmul_into_its_output();
 };
 
 template <class T>
@@ -209,6 +213,31 @@ TEST_P(CpuGemmTest, LinearKernelsRunTheirEpilogueInTheGemmWhereTheLibraryCanInFl
 TEST_P(CpuGemmTest, LinearKernelsRunTheirEpilogueInTheGemmWhereTheLibraryCanInBFloat16) {
   check_linear_kernels<bfloat16>();
 }
+
+// out_i += op(a_i) op(b_i), over a batch of two: the addend is out itself.
+template <class T>
+void CpuGemmTest::check_matmul_into_its_output() {
+  for (const Problem& p : kProblems) {
+    SCOPED_TRACE(::testing::Message() << "m " << p.m << " n " << p.n << " k " << p.k << " ta " << p.transpose_a
+                                      << " tb " << p.transpose_b);
+    const int64_t batch = 2, mk = p.m * p.k, kn = p.k * p.n, mn = p.m * p.n;
+    const std::vector<T> a = random_values<T>(batch * mk, 12), b = random_values<T>(batch * kn, 13);
+    std::vector<T> out = random_values<T>(batch * mn, 14);
+    std::vector<double> want(out.begin(), out.end());
+    for (int64_t i = 0; i < batch; ++i) {
+      const std::vector<T> a_i(a.begin() + i * mk, a.begin() + (i + 1) * mk),
+          b_i(b.begin() + i * kn, b.begin() + (i + 1) * kn);
+      const std::vector<double> product = reference_product(p, a_i, b_i, p.lda(), p.ldb());
+      for (int64_t j = 0; j < mn; ++j) want[i * mn + j] += product[j];
+    }
+    HostContext ctx;
+    Matmul<T>{p.transpose_a, p.transpose_b, batch, p.m, p.n, p.k, a.data(), b.data(), out.data(), out.data()}.cpu(ctx);
+    expect_near_reference(out.data(), want, "out += a b");
+  }
+}
+
+TEST_P(CpuGemmTest, MatmulAddsIntoItsOutputInFloat32) { check_matmul_into_its_output<float>(); }
+TEST_P(CpuGemmTest, MatmulAddsIntoItsOutputInBFloat16) { check_matmul_into_its_output<bfloat16>(); }
 
 TEST_P(CpuGemmTest, Float32RunsOnTheChosenLibrary) { check_library<float>(); }
 TEST_P(CpuGemmTest, BFloat16RunsOnOneDnnWhereItHasAvx512) { check_library<bfloat16>(); }

@@ -3,7 +3,10 @@
 // without the input requiring grad, and with some parameters frozen.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
+#include <utility>
 
 #include "autograd/functional.h"
 #include "fuser/sequential.h"
@@ -126,6 +129,47 @@ TEST_P(BuiltinFusion, FusedGradientsMatchFiniteDifferences) {
   EXPECT_LT(sequential_gradient_error(seq, x, extras, &worst), 1e-6) << worst;
 }
 
+// Every grad after two backward() calls without zero_grad in between (gradient accumulation over
+// micro-batches) in each parameter's grad, fused or not.
+std::vector<std::vector<double>> grads_after(Sequential& seq, const std::vector<Tensor>& inputs,
+                                             const std::vector<Tensor>& extras) {
+  seq.zero_grad();
+  for (const Tensor& x : inputs) {
+    const Tensor out = seq(x, extras).output;
+    backward(out, random_tensor(out.shape(), out.dtype(), 300));
+  }
+  std::vector<std::vector<double>> grads;
+  for (const Tensor& p : seq.parameters()) {
+    grads.push_back(p.grad().defined() ? p.grad().to(DType::Float64).to_vector<double>() : std::vector<double>{});
+  }
+  return grads;
+}
+
+// The Linear weight grads that the second micro-batch adds into in place (beta = 1) must come out
+// as the sum of the two batches' grads, fused and unfused alike.
+TEST_P(BuiltinFusion, GradsAccumulatedOverMicroBatchesAreTheSumOfTheirGrads) {
+  const FusionCase& c = GetParam();
+  for (const auto& [dtype, tolerance] : {std::pair{DType::Float64, 1e-12}, std::pair{DType::Float32, 1e-5}}) {
+    for (bool fused : {true, false}) {
+      SCOPED_TRACE(c.name + " " + dtype_name(dtype) + (fused ? " fused" : " unfused"));
+      const int64_t rows = 13, hidden = 9;
+      Sequential seq(c.build(hidden));
+      seq.to(dtype).set_fusion_enabled(fused);
+      const Tensor a = random_tensor({rows, hidden}, dtype, 21), b = random_tensor({rows, hidden}, dtype, 22);
+      const auto extras = extras_for(c, output_shape(c, rows, hidden), dtype);
+      const auto both = grads_after(seq, {a, b}, extras), first = grads_after(seq, {a}, extras),
+                 second = grads_after(seq, {b}, extras);
+      for (size_t p = 0; p < both.size(); ++p) {
+        ASSERT_EQ(both[p].size(), first[p].size());
+        for (size_t i = 0; i < both[p].size(); ++i) {
+          const double want = first[p][i] + second[p][i];
+          ASSERT_NEAR(both[p][i], want, tolerance * std::max(1.0, std::abs(want))) << "param " << p << " at " << i;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(All, BuiltinFusion, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
 
@@ -142,6 +186,29 @@ TEST(BuiltinFusions, MlpBlockFusesBothPasses) {
             "AddExtraInput(addextrainput0), RMSNorm(rmsnorm0)]");
   const Tensor x = random_tensor({33, h}, DType::Float32, 3);
   testing::expect_fused_matches_unfused(seq, x, {x}, 1e-5, 1e-5);
+}
+
+// The second micro-batch's weight grad goes into the grad the first left, in place: no new
+// tensor, no separate add. A grad the user holds a handle to is theirs: it keeps its value, and
+// the sum is a new tensor.
+TEST(LinearWeightGrad, AccumulatesInPlaceUnlessTheUserHoldsTheGrad) {
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "unfused");
+    Sequential seq({std::make_shared<MakeExtraOutput>(), std::make_shared<Linear>(5, 4)});  // BackwardLinearAdd
+    seq.set_fusion_enabled(fused);
+    const Tensor a = random_tensor({6, 5}, DType::Float32, 31), b = random_tensor({6, 5}, DType::Float32, 32);
+    Tensor weight = seq.parameters()[0];
+    backward(sum(seq(a, {}).output));
+    const void* first_storage = weight.grad().raw_data();
+    backward(sum(seq(b, {}).output));
+    EXPECT_EQ(weight.grad().raw_data(), first_storage);
+
+    const Tensor held = weight.grad();
+    const std::vector<float> held_before = held.to_vector<float>();
+    backward(sum(seq(a, {}).output));
+    EXPECT_NE(weight.grad().raw_data(), held.raw_data());
+    EXPECT_EQ(held.to_vector<float>(), held_before);
+  }
 }
 
 }  // namespace

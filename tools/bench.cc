@@ -1,12 +1,20 @@
 // The fused-vs-unfused benchmark tool: builds the same Sequential twice, fused and unfused, and
 // times them interleaved (A B A B ...) after a warm-up, forward alone and forward + backward
-// (from the model's loss). Reports median, min and max, the speedup and the allocator's peak memory.
+// (from the model's loss), and with --step a whole training step. Reports median, min and max, the
+// speedup and the allocator's peak memory.
 //
 //   bazel run -c opt //tools:bench -- --model mlp_block --tokens 4096 --hidden 1024 --iters 50
 //       [--device cpu] [--dtype float32|float64|bfloat16] [--sweep] [--json FILE] [--plot FILE.svg]
 //   bazel run -c opt //tools:bench -- --model charlm --per-fusion [--blocks 2] [--json FILE] [--plot FILE.svg]
 //
 // --help lists every flag with its default and its range, and the model names.
+//
+// --step also times a training step as a training loop runs it, fused and unfused, interleaved with
+// the rest: zero_grad, forward, loss, backward and an SGD step (lr 0.01, no momentum), e.g.
+//   bazel-bin/tools/bench --model mnist_mlp --step --iters 30     (FUSELAB_NUM_THREADS=1 for 1 thread)
+// With --micro-batches N the step runs forward, loss and backward N times on the batch before the
+// SGD step, the grads accumulating (from the second on, the weight grads add into them in place).
+// bench/peers/pytorch_bench.py --model mnist_mlp times the same step in PyTorch.
 //
 // For mlp_block it also times the block's six GEMMs alone (forward: two; backward: two input
 // grads and two weight grads), interleaved with the rest: the floor a fused block can approach.
@@ -35,6 +43,7 @@
 //                  against random next ids; --context, --embed, --blocks
 //   classify       examples/classify.cc's MLP on random features, cross entropy against random
 //                  labels; --features, --classes
+//   mnist_mlp      classify at MNIST's size: 784 features, --hidden 1024, 10 classes, --tokens 128
 //   custom_fusion  examples/custom_fusion.cc's Linear, Square, ConstantScale with its user fusions
 //                  registered; loss out.sum()
 // The examples' models take the example's defaults (charlm's hidden 256, classify's 64, ...);
@@ -60,6 +69,7 @@
 #include "kernels/cuda/device_api.h"
 #include "ops/basic/rmsnorm.h"
 #include "ops/op_context.h"
+#include "optim/sgd.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -88,7 +98,9 @@ struct Result {
   std::map<std::string, int64_t> sizes;  // the model's own size flags
   Stats fused_fwd, unfused_fwd, fused_fwd_bwd, unfused_fwd_bwd;
   size_t fused_peak, unfused_peak;
-  std::optional<Stats> gemms;  // mlp_block's six GEMMs alone
+  std::optional<Stats> gemms;                     // mlp_block's six GEMMs alone
+  std::optional<Stats> fused_step, unfused_step;  // with --step
+  int micro_batches = 0;                          // per step, with --step
 };
 
 // mlp_block's six GEMMs, as its Linear ops call them, with nothing else (N tokens, F = 4H):
@@ -121,11 +133,17 @@ struct MlpBlockGemms {
   }
 };
 
-// One configuration of a model, fused or not, with a random batch of its inputs.
+// What one timed call runs: the forward alone (no grad), forward and backward, or a training step.
+enum class Pass { Forward, ForwardBackward, Step };
+
+// One configuration of a model, fused or not, with a random batch of its inputs and an optimizer
+// for its training step.
 struct Runner {
   std::string model;
   Sequential seq;
   examples::Batch batch;
+  std::optional<SGD> sgd;
+  int micro_batches = 1;  // forward + backward calls per training step
   size_t peak = 0;
   size_t held = 0;  // bytes in use between forward and backward, above the start
   bool grads_checked = false;
@@ -139,6 +157,7 @@ struct Runner {
     if (!only_fusion.empty()) seq.enable_only_fusions({only_fusion});
     Generator gen(1);
     batch = spec.batch(sizes, dtype, device, gen);
+    sgd.emplace(seq.parameters(), SGDOptions{0.01});  // after to(): it holds the converted parameters
   }
 
   static Sequential build(const BenchModel& spec, const ModelSizes& sizes) {
@@ -146,18 +165,24 @@ struct Runner {
     return spec.build(sizes, gen);
   }
 
-  // Milliseconds for one forward (and backward) call.
-  double time(bool with_backward) {
+  // Milliseconds for one call of `pass`. A step clears the grads itself, as a training loop does;
+  // the other passes leave them cleared after the timing.
+  double time(Pass pass) {
+    const bool with_backward = pass != Pass::Forward;
     CachingAllocator& memory = CachingAllocator::of(device);
     const size_t before = memory.stats().bytes_in_use;
     memory.reset_peak();
     const auto start = std::chrono::steady_clock::now();
     {
+      if (pass == Pass::Step) sgd->zero_grad();
       std::optional<NoGradGuard> no_grad;
       if (!with_backward) no_grad.emplace();
-      SequentialOutput out = seq(batch.input, batch.extra_inputs);
-      if (with_backward) held = std::max(held, memory.stats().bytes_in_use - before);
-      if (with_backward) backward(batch.loss(out));
+      for (int i = 0; i < (pass == Pass::Step ? micro_batches : 1); ++i) {
+        SequentialOutput out = seq(batch.input, batch.extra_inputs);
+        if (with_backward) held = std::max(held, memory.stats().bytes_in_use - before);
+        if (with_backward) backward(batch.loss(out));
+      }
+      if (pass == Pass::Step) sgd->step();
       if (device.is_cuda()) kernels::cuda::synchronize(device.index);  // kernels run asynchronously
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -184,23 +209,30 @@ struct Runner {
   }
 };
 
-Result measure(const BenchModel& model, const ModelSizes& sizes, DType dtype, Device device, int iters) {
+// `step`: the training step's micro-batches, or 0 to leave the step out.
+Result measure(const BenchModel& model, const ModelSizes& sizes, DType dtype, Device device, int iters, int step) {
   Runner fused(model, sizes, dtype, device, true), unfused(model, sizes, dtype, device, false);
+  fused.micro_batches = unfused.micro_batches = step;
   std::optional<MlpBlockGemms> gemms;
   if (model.name == "mlp_block") gemms.emplace(sizes.tokens, sizes.hidden, dtype, device);
-  for (int i = 0; i < 3; ++i) fused.time(true), unfused.time(true), gemms && gemms->time();  // warm-up
-  std::vector<double> ff, uf, fb, ub, g;
+  for (int i = 0; i < 3; ++i) {  // warm-up
+    fused.time(Pass::ForwardBackward), unfused.time(Pass::ForwardBackward), gemms && gemms->time();
+    if (step) fused.time(Pass::Step), unfused.time(Pass::Step);
+  }
+  std::vector<double> ff, uf, fb, ub, g, fs, us;
   for (int i = 0; i < iters; ++i) {  // interleaved, so drift on a shared machine hits all alike
-    ff.push_back(fused.time(false));
-    uf.push_back(unfused.time(false));
-    fb.push_back(fused.time(true));
-    ub.push_back(unfused.time(true));
+    ff.push_back(fused.time(Pass::Forward));
+    uf.push_back(unfused.time(Pass::Forward));
+    fb.push_back(fused.time(Pass::ForwardBackward));
+    ub.push_back(unfused.time(Pass::ForwardBackward));
     if (gemms) g.push_back(gemms->time());
+    if (step) fs.push_back(fused.time(Pass::Step)), us.push_back(unfused.time(Pass::Step));
   }
   Result r{model.name,   device.str(), dtype_name(dtype), dtype_size(dtype), sizes.tokens, sizes.hidden,
            sizes.extra,  stats(ff),    stats(uf),         stats(fb),         stats(ub),    fused.peak,
-           unfused.peak, std::nullopt};
+           unfused.peak, std::nullopt, std::nullopt,      std::nullopt};
   if (gemms) r.gemms = stats(g);
+  if (step) r.fused_step = stats(fs), r.unfused_step = stats(us), r.micro_batches = step;
   return r;
 }
 
@@ -362,11 +394,11 @@ PerFusion measure_per_fusion(const BenchModel& model, const ModelSizes& sizes, D
     if (!fires_with_all_on(name)) continue;
     Runner only(model, sizes, dtype, device, true, name), off(model, sizes, dtype, device, false);
     std::vector<std::string> entries = fused_entries(only.seq);
-    for (int i = 0; i < 3; ++i) only.time(true), off.time(true);
+    for (int i = 0; i < 3; ++i) only.time(Pass::ForwardBackward), off.time(Pass::ForwardBackward);
     std::vector<double> a, b;
     for (int i = 0; i < iters; ++i) {
-      a.push_back(only.time(true));
-      b.push_back(off.time(true));
+      a.push_back(only.time(Pass::ForwardBackward));
+      b.push_back(off.time(Pass::ForwardBackward));
     }
     result.reports.push_back({name, std::move(entries), stats(a), stats(b), only.held, off.held});
   }
@@ -499,6 +531,13 @@ void print_table(const std::vector<Result>& results, const Limits& limits) {
                 double(r.unfused_peak) / 1e6);
   }
   for (const Result& r : results) {
+    if (r.fused_step) {
+      std::printf(
+          "%s %lldx%lld: training step (zero_grad, %d x forward, loss, backward, SGD) fused %.3f ms "
+          "(%.3f-%.3f), unfused %.3f ms (%.3f-%.3f)\n",
+          r.model.c_str(), (long long)r.tokens, (long long)r.hidden, r.micro_batches, r.fused_step->median,
+          r.fused_step->min, r.fused_step->max, r.unfused_step->median, r.unfused_step->min, r.unfused_step->max);
+    }
     if (r.gemms) {
       std::printf("%s %lldx%lld: fused fwd+bwd runs its GEMM work at %.3f TFLOP/s (the GEMMs alone: %.3f)\n",
                   r.model.c_str(), (long long)r.tokens, (long long)r.hidden, gemm_tflops(r, r.fused_fwd_bwd),
@@ -506,6 +545,11 @@ void print_table(const std::vector<Result>& results, const Limits& limits) {
     }
     print_against_limits(r, limits);
   }
+}
+
+std::optional<double> step_median(const std::optional<Stats>& step) {
+  if (!step) return std::nullopt;
+  return step->median;
 }
 
 void write_json(const std::string& path, const std::vector<Result>& results, const Limits& limits) {
@@ -535,9 +579,11 @@ void write_json(const std::string& path, const std::vector<Result>& results, con
         << ", \"memory_copy_gbps\": " << json_number(limits.memory_gbps)
         << ", \"forward_bytes\": " << json_number(a.forward_bytes) << ", \"backward_bytes\": " << json_number(a.backward_bytes)
         << ", \"forward_fraction_of_memory\": " << json_number(a.forward_fraction_of_memory)
-        << ", \"backward_fraction_of_memory\": " << json_number(a.backward_fraction_of_memory);
-    out << "}"
-        << (i + 1 < results.size() ? ",\n" : "\n");
+        << ", \"backward_fraction_of_memory\": " << json_number(a.backward_fraction_of_memory)
+        << ", \"fused_step_ms\": " << json_number(step_median(r.fused_step))
+        << ", \"unfused_step_ms\": " << json_number(step_median(r.unfused_step))
+        << ", \"micro_batches\": " << json_number(r.fused_step ? std::optional<double>(r.micro_batches) : std::nullopt);
+    out << "}" << (i + 1 < results.size() ? ",\n" : "\n");
   }
   out << "]\n";
   check_written(out, path);
@@ -614,7 +660,9 @@ std::string owner_of_size(const std::string& name) {
 ModelSizes model_sizes(const examples::Flags& flags, const BenchModel* model, int64_t tokens, int64_t hidden,
                        const std::map<std::string, int64_t>& values) {
   const std::string name = model ? model->name : "rmsnorm";
-  ModelSizes sizes{tokens, flags.given("hidden") || !model ? hidden : model->default_hidden, {}};
+  ModelSizes sizes{flags.given("tokens") || !model ? tokens : model->default_tokens,
+                   flags.given("hidden") || !model ? hidden : model->default_hidden,
+                   {}};
   if (model) {
     for (const bench::SizeFlag& f : model->size_flags) sizes.extra[f.name] = values.at(f.name);
   }
@@ -644,6 +692,7 @@ struct Run {
   DType dtype;
   Device device;
   int iters;
+  int step;  // micro-batches per training step, or 0 without --step
   bool sweep;
   std::string json, plot;
 };
@@ -676,7 +725,7 @@ void run_fused_against_unfused(const Run& run) {
   for (const auto& [t, h] : shapes) {
     ModelSizes sizes = run.sizes;
     sizes.tokens = t, sizes.hidden = h;
-    results.push_back(measure(*run.model, sizes, run.dtype, run.device, run.iters));
+    results.push_back(measure(*run.model, sizes, run.dtype, run.device, run.iters, run.step));
   }
   print_table(results, limits);
   if (!run.json.empty()) write_json(run.json, results, limits);
@@ -694,11 +743,12 @@ int main(int argc, char** argv) {
   try {
     examples::Flags flags("bench", "Times a model fused against unfused, interleaved, and reports the speedup.");
     std::string model = "mlp_block", device_text = "cpu", dtype_text = "float32", json, plot;
-    int64_t tokens = 4096, hidden = 256, iters_flag = 20;
+    int64_t tokens = 4096, hidden = 256, iters_flag = 20, micro_batches = 1;
     std::map<std::string, int64_t> size_values;
-    bool sweep = false, per_fusion = false;
+    bool sweep = false, per_fusion = false, step = false;
     flags.add("model", model, "one of " + model_names());
     flags.add("tokens", tokens, "rows of the batch (charlm: contexts, each predicting one character)", {1, 1 << 20});
+    flags.show("tokens", "4096; mnist_mlp's 128", "[1, 1048576]");
     flags.add("hidden", hidden, "width of the model (mlp_block's H, charlm's MLP, custom_fusion's Linear)", {1, 1 << 16});
     flags.show("hidden", "the model's own", "[1, 65536]");  // 256 for the bench's blocks, the example's for its model
     add_size_flags(flags, size_values);
@@ -707,6 +757,9 @@ int main(int argc, char** argv) {
     flags.add("dtype", dtype_text, "float32, float64 or bfloat16");
     flags.add("sweep", sweep, "time a grid of sizes instead of one");
     flags.add("per-fusion", per_fusion, "time each fusion that fires on the model alone");
+    flags.add("step", step, "also time a training step: zero_grad, forward, loss, backward, SGD (lr 0.01)");
+    flags.add("micro-batches", micro_batches, "--step: forward + backward calls per step, grads accumulating",
+              {1, 1024});
     flags.add("json", json, "file for the report, as JSON");
     flags.add("plot", plot, "file for a bar chart of the speedups, as SVG");
     if (!flags.parse(argc, argv)) return 0;
@@ -714,9 +767,12 @@ int main(int argc, char** argv) {
     const BenchModel* spec = bench::find_bench_model(model);
     check(spec || model == "rmsnorm", "bench: unknown --model ", model, "; known: ", model_names());
     const Run run{spec, model_sizes(flags, spec, tokens, hidden, size_values), parse_dtype(dtype_text),
-                  parse_device(device_text), int(iters_flag), sweep, json, plot};
+                  parse_device(device_text), int(iters_flag), step ? int(micro_batches) : 0, sweep, json, plot};
+    check(step || !flags.given("micro-batches"), "bench: --micro-batches is the training step's; add --step");
     if (!spec) {
-      check(!per_fusion, "bench: --model rmsnorm times the op alone; --per-fusion times a Sequential model");
+      check(!per_fusion && !step,
+            "bench: --model rmsnorm times the op alone; --per-fusion and --step time a "
+            "Sequential model");
       run_bandwidth(run);
       return 0;
     }
@@ -724,6 +780,7 @@ int main(int argc, char** argv) {
     if (run.device.is_cpu()) std::printf("%s\n", kernels::cpu::cpu_gemm_description().c_str());
     if (per_fusion) {
       check(!sweep, "bench: --per-fusion times one shape; leave out --sweep");
+      check(!step, "bench: --per-fusion times forward + backward; leave out --step");
       run_per_fusion(run);
     } else {
       run_fused_against_unfused(run);

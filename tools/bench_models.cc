@@ -94,6 +94,19 @@ BenchModel classify() {
   return m;
 }
 
+// classify at MNIST's size: Linear 784->1024, GELU, Linear 1024->1024, GELU, Linear 1024->10 on a
+// batch of 128, cross entropy against random labels. Its sizes are fixed but for --tokens and
+// --hidden; it is the model of the training-step target (--step).
+BenchModel mnist_mlp() {
+  BenchModel m{"mnist_mlp", 1024, {}, nullptr, nullptr, nullptr};
+  m.default_tokens = 128;
+  m.build = [](const ModelSizes& s, Generator& gen) { return examples::classify_model({784, s.hidden, 10}, gen); };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    return examples::classify_batch({784, s.hidden, 10}, s.tokens, dtype, device, gen);
+  };
+  return m;
+}
+
 BenchModel custom_fusion() {
   BenchModel m{"custom_fusion", examples::CustomFusionConfig{}.width, {}, nullptr, nullptr,
                examples::register_square_fusions};
@@ -150,8 +163,8 @@ BenchModel attention() {
 }  // namespace
 
 const std::vector<BenchModel>& bench_models() {
-  static const std::vector<BenchModel> models{mlp_block(), norm_block(), charlm(), classify(), custom_fusion(),
-                                              gpt(),           attention()};
+  static const std::vector<BenchModel> models{mlp_block(), norm_block(),    charlm(), classify(),
+                                              mnist_mlp(), custom_fusion(), gpt(),    attention()};
   return models;
 }
 

@@ -1,6 +1,6 @@
-// The models //tools:bench times, by name: its own two blocks (mlp_block, norm_block) and the
-// model of every example (examples/models.h). Each entry says which size flags it reads, builds
-// its Sequential, and makes a random batch of its inputs with the loss that drives its backward.
+// The models //tools:bench times, by name: its own blocks (mlp_block, norm_block), the MNIST-sized
+// classifier (mnist_mlp) and the model of every example (examples/models.h). Each entry says which size flags it reads,
+// builds its Sequential, and makes a random batch of its inputs with the loss that drives its backward.
 #pragma once
 
 #include <functional>
@@ -35,6 +35,7 @@ struct BenchModel {
   // Inputs of the model's dtype on the device (integer ids stay int64) and the loss to time.
   std::function<examples::Batch(const ModelSizes&, DType, Device, Generator&)> batch;
   std::function<void()> register_fusions;  // the user fusions the model is for, or empty
+  int64_t default_tokens = 4096;           // --tokens when it is not given
 };
 
 // Every model, in the order --help lists them.

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The bench tool runs both models, writes every JSON field and an SVG, and rejects bad flags.
+# The bench tool runs both models, writes every JSON field and an SVG, times mnist_mlp's training
+# step with --step (at its own --tokens default), and rejects bad flags.
 # Arguments: the bench binary, then flags for every run (bench_cuda_emulated_test: --device cuda).
 set -euo pipefail
 bench="$1"
@@ -29,6 +30,14 @@ grep -q '"fused_saved_bytes"' "$dir/per_fusion.json"
 grep -q "<svg" "$dir/mlp.svg"
 run --model mlp_block --tokens 64 --hidden 32 --iters 2 --dtype bfloat16 --json "$dir/bf16.json"
 grep -q '"dtype": "bfloat16"' "$dir/bf16.json"
+grep -q '"fused_step_ms": null' "$dir/mlp.json"  # no --step, no step timing
+run --model mnist_mlp --hidden 16 --iters 2 --step --json "$dir/step.json"
+grep -q '"tokens": 128,' "$dir/step.json" || { echo "mnist_mlp does not default to 128 tokens"; exit 1; }
+for field in fused_step_ms unfused_step_ms; do
+  grep -q "\"$field\": [0-9]" "$dir/step.json" || { echo "--step report lacks $field"; exit 1; }
+done
+if "$bench" --model rmsnorm --step 2>/dev/null; then echo "accepted --step for rmsnorm"; exit 1; fi
+if "$bench" --model mnist_mlp --per-fusion --step 2>/dev/null; then echo "accepted --step with --per-fusion"; exit 1; fi
 if "$bench" --model nope 2>/dev/null; then echo "accepted an unknown model"; exit 1; fi
 if "$bench" --frobnicate 2>/dev/null; then echo "accepted an unknown flag"; exit 1; fi
 help=$("$bench" --help)

@@ -1,4 +1,4 @@
-"""PyTorch peer of //tools:bench for the bench's own blocks (mlp_block, norm_block) and attention:
+"""PyTorch peer of //tools:bench for the bench's own blocks (mlp_block, norm_block), mnist_mlp and attention:
 the same shapes, timed the same way (warm-up, then medians over --iters, forward under no_grad,
 forward + backward from out.sum()), written with the same JSON fields. Eager PyTorch fills the
 unfused_* fields; torch.compile (PyTorch 2.0 and later) fills the fused_* fields, which are null
@@ -24,6 +24,15 @@ of --gpt-context token ids, token + learned position embeddings, --layers pre-no
 Linear + residual), final LayerNorm and LM head over a vocabulary of 112, loss the cross-entropy
 against random next ids. unfused_* is eager with math attention, sdpa_* eager with
 F.scaled_dot_product_attention, fused_* torch.compile of the math version.
+
+--model mnist_mlp mirrors `//tools:bench --model mnist_mlp --step`: Linear 784->--hidden, GELU-tanh,
+Linear --hidden->--hidden, GELU-tanh, Linear --hidden->10 on --tokens rows of standard normal
+features, cross-entropy against random labels. Besides forward and forward + backward it times a
+training step as a loop runs it (zero_grad(set_to_none), forward, loss, backward, SGD lr 0.01 step):
+unfused_step_ms for eager, fused_step_ms for torch.compile of the model (the optimizer stays eager).
+The bench's --tokens 128 and --hidden 1024 are its defaults only there: pass them here.
+
+    python3 bench/peers/pytorch_bench.py --model mnist_mlp --tokens 128 --hidden 1024 --threads 1
 
 Needs PyTorch (Debian's python3-torch 1.13, or pip); no FuseLab build or test needs it.
 """
@@ -67,6 +76,20 @@ class MlpBlock(torch.nn.Module):
     def forward(self, x, residual):
         h = residual + self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
         return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight, None
+
+
+class MnistMlp(torch.nn.Module):
+    """Linear, GELU, Linear, GELU, Linear over 784 features into 10 classes; forward(x, labels)
+    returns (loss, None)."""
+
+    def __init__(self, hidden):
+        super().__init__()
+        gelu = torch.nn.GELU(approximate="tanh")
+        self.layers = torch.nn.Sequential(torch.nn.Linear(784, hidden), gelu, torch.nn.Linear(hidden, hidden), gelu,
+                                          torch.nn.Linear(hidden, 10))
+
+    def forward(self, x, labels):
+        return F.cross_entropy(self.layers(x), labels), None
 
 
 class NormBlock(torch.nn.Module):
@@ -154,7 +177,7 @@ def time_ms(fn, device):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="mlp_block", choices=["mlp_block", "norm_block", "attention", "gpt"])
+    parser.add_argument("--model", default="mlp_block", choices=["mlp_block", "norm_block", "mnist_mlp", "attention", "gpt"])
     parser.add_argument("--tokens", type=int, default=4096)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--batch", type=int, default=4, help="attention: sequences per batch")
@@ -194,13 +217,21 @@ def main():
         eager = gpt(MathAttention)
         x = torch.randint(0, 112, (args.tokens, args.gpt_context), device=args.device)
         residual = torch.randint(0, 112, (args.tokens, args.gpt_context), device=args.device)  # the next ids
+    elif args.model == "mnist_mlp":
+        eager = MnistMlp(args.hidden).to(args.device, dtype)
+        x = torch.randn(args.tokens, 784, device=args.device, dtype=dtype)  # features require no grad
+        residual = torch.randint(0, 10, (args.tokens,), device=args.device)  # the labels
     else:
         eager = (MlpBlock if args.model == "mlp_block" else NormBlock)(args.hidden).to(args.device, dtype)
         x = torch.randn(args.tokens, args.hidden, device=args.device, dtype=dtype, requires_grad=True)
         residual = x if args.model == "mlp_block" else torch.randn(
             args.tokens, args.hidden, device=args.device, dtype=dtype, requires_grad=True)
 
-    def measure(model):
+    def measure(model, params):
+        """Medians of forward, forward + backward and, for mnist_mlp, the training step (else None)."""
+        with_step = args.model == "mnist_mlp"
+        optimizer = torch.optim.SGD(params, lr=0.01) if with_step else None  # attention has no parameters
+
         def forward():
             with torch.no_grad():
                 model(x, residual)
@@ -213,25 +244,34 @@ def main():
                     t.grad = None
             model.zero_grad(set_to_none=True)
 
+        def step():
+            optimizer.zero_grad(set_to_none=True)
+            model(x, residual)[0].backward()
+            optimizer.step()
+
         for _ in range(3):  # both, so torch.compile builds its no_grad graph before the timing too
             forward()
             forward_backward()
-        fwd, fwd_bwd = [], []
+            if with_step:
+                step()
+        fwd, fwd_bwd, steps = [], [], []
         for _ in range(args.iters):
             fwd.append(time_ms(forward, args.device))
             fwd_bwd.append(time_ms(forward_backward, args.device))
-        return statistics.median(fwd), statistics.median(fwd_bwd)
+            if with_step:
+                steps.append(time_ms(step, args.device))
+        return statistics.median(fwd), statistics.median(fwd_bwd), statistics.median(steps) if steps else None
 
-    unfused_fwd, unfused_fwd_bwd = measure(eager)
+    unfused_fwd, unfused_fwd_bwd, unfused_step = measure(eager, eager.parameters())
     sdpa_fwd = sdpa_fwd_bwd = None
     if args.model in ("attention", "gpt") and hasattr(F, "scaled_dot_product_attention"):
         sdpa = gpt(SdpaAttention) if args.model == "gpt" else SdpaAttention(args.heads, bool(args.causal))
-        sdpa_fwd, sdpa_fwd_bwd = measure(sdpa)
-    fused_fwd = fused_fwd_bwd = None
+        sdpa_fwd, sdpa_fwd_bwd, _ = measure(sdpa, sdpa.parameters())
+    fused_fwd = fused_fwd_bwd = fused_step = None
     compile_error = None if hasattr(torch, "compile") else f"torch {torch.__version__} has no torch.compile"
     if hasattr(torch, "compile"):
         try:
-            fused_fwd, fused_fwd_bwd = measure(torch.compile(eager))
+            fused_fwd, fused_fwd_bwd, fused_step = measure(torch.compile(eager), eager.parameters())
         except Exception as e:  # e.g. no C++ compiler for inductor's CPU code
             compile_error = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
     result = {
@@ -243,6 +283,8 @@ def main():
         "fused_peak_bytes": None, "unfused_peak_bytes": None,
         "peer": f"pytorch {torch.__version__}", "threads": torch.get_num_threads(),
     }
+    if args.model == "mnist_mlp":
+        result.update({"fused_step_ms": fused_step, "unfused_step_ms": unfused_step})
     if args.model in ("attention", "gpt"):
         result.update({
             "sdpa_fwd_ms": sdpa_fwd, "sdpa_fwd_bwd_ms": sdpa_fwd_bwd,

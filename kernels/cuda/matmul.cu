@@ -1,6 +1,6 @@
 // The CUDA body of kernels/matmul.h: one cuBLASLt call per batch item that reads the addend as C
-// and writes D; where cuBLASLt offers no algorithm for that, the addend is copied into out and
-// accumulated into (beta = 1).
+// and writes D (in place when the addend is out: C = D); where cuBLASLt offers no algorithm for
+// that, the addend is copied into out and accumulated into (beta = 1).
 #include "kernels/matmul.h"
 
 #include "kernels/cuda/device_api.h"
@@ -19,7 +19,7 @@ void Matmul<T>::cuda(KernelContext& ctx) const {
                                     cuda::GemmEpilogue::None, nullptr, nullptr, ctx.device)) {
       continue;
     }
-    if (c) cuda::copy_device_to_device(d, c, size_t(m * n) * sizeof(T), ctx.device);
+    if (c && c != d) cuda::copy_device_to_device(d, c, size_t(m * n) * sizeof(T), ctx.device);
     cuda::gemm<T>(transpose_a, transpose_b, m, n, k, 1, a_i, lda, b_i, ldb, c ? 1 : 0, d, n, ctx.device);
   }
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/tape.h"
 #include "ops/basic/bias.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -35,15 +36,20 @@ Tensor Linear::input_grad(const Tensor& dy, const Tensor& weight, const Shape& i
   return math::matmul(dy.view({-1, dy.size(-1)}), false, weight, false).view(input_shape);
 }
 
-Tensor Linear::weight_grad(const Tensor& dy, const Tensor& input) {
-  return math::matmul(dy.view({-1, dy.size(-1)}), true, input.view({-1, input.size(-1)}), false);
+Tensor Linear::weight_grad(const Tensor& dy, const Tensor& input, Tensor into) {
+  const Tensor dy_rows = dy.view({-1, dy.size(-1)}), x_rows = input.view({-1, input.size(-1)});
+  if (!into.defined() || into.dtype() != dy.dtype() || into.device() != dy.device()) {
+    return math::matmul(dy_rows, true, x_rows, false);
+  }
+  math::matmul_add_into(into, dy_rows, true, x_rows, false);
+  return into;
 }
 
 OpBackward Linear::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
   const LinearSaved& saved = ctx.saved<LinearSaved>(describe());
   return {ctx.input_requires_grad ? input_grad(dy, saved.weight, saved.input.shape()) : Tensor(),
           {},
-          {ctx.params_require_grad.at(0) ? weight_grad(dy, saved.input) : Tensor()}};
+          {ctx.params_require_grad.at(0) ? weight_grad(dy, saved.input, grad_to_accumulate_into(weight())) : Tensor()}};
 }
 
 std::vector<std::shared_ptr<BasicOp>> linear_with_bias(int64_t in_features, int64_t out_features, Generator* gen) {

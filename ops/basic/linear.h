@@ -1,5 +1,7 @@
 // Linear: y = x W^T, W of shape [out, in]; no bias (Bias is its own op).
 //   dx = dy W,  dW = dy^T x   (x and dy viewed as [rows, in] and [rows, out])
+// When W already has a grad that nothing else sees (gradient accumulation over micro-batches),
+// the dW GEMM adds into it in place (beta = 1) rather than making a new dW that a second pass adds.
 #pragma once
 
 #include "ops/basic_op.h"
@@ -27,7 +29,9 @@ class Linear : public BasicOp {
   // The math, shared with the fused ops that contain a Linear.
   // dx = dy W, of the input's shape.
   static Tensor input_grad(const Tensor& dy, const Tensor& weight, const Shape& input_shape);
-  static Tensor weight_grad(const Tensor& dy, const Tensor& input);
+  // dW = dy^T x; added into `into` in place and returned as it when `into` is defined and of dW's
+  // dtype and device (the weight's grad_to_accumulate_into), else a new tensor.
+  static Tensor weight_grad(const Tensor& dy, const Tensor& input, Tensor into = Tensor());
   // Fills the context as Linear's backward expects it.
   static void save_for_backward(OpContext& ctx, const Tensor& x, const Tensor& weight);
 

@@ -1,5 +1,6 @@
 #include "ops/fused/backward_linear_add.h"
 
+#include "autograd/tape.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/fusion_pattern.h"
@@ -20,7 +21,9 @@ FusedBackward BackwardLinearAdd::fuser_backward(const std::vector<OpContext*>& c
     const Tensor de_rows = de.defined() ? de.view({-1, linear.in_features()}) : Tensor();
     dx = math::matmul(dy.view({-1, dy.size(-1)}), false, saved.weight, false, de_rows).view(saved.input.shape());
   }
-  Tensor dw = ctxs[1]->params_require_grad.at(0) ? Linear::weight_grad(dy, saved.input) : Tensor();
+  Tensor dw = ctxs[1]->params_require_grad.at(0)
+                  ? Linear::weight_grad(dy, saved.input, grad_to_accumulate_into(linear.weight()))
+                  : Tensor();
   return {dx, TensorLists(2), {{}, {dw}}};
 }
 
