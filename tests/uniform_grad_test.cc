@@ -42,7 +42,9 @@ Sequential add_and_norm(const std::shared_ptr<BasicOp>& norm_op) {
   return Sequential({std::make_shared<AddExtraInput>(), std::make_shared<MakeExtraOutput>(), norm_op});
 }
 
-Tensor leaf(const Shape& shape, uint64_t seed) { return random_tensor(shape, DType::Float64, seed).set_requires_grad(); }
+Tensor leaf(const Shape& shape, uint64_t seed) {
+  return random_tensor(shape, DType::Float64, seed).set_requires_grad();
+}
 
 // The grads of x, r and every parameter after backward(loss(out)), then reset.
 std::vector<Tensor> grads_of(Sequential& seq, Tensor& x, Tensor& r, const std::function<void(const Tensor&)>& loss) {
@@ -53,13 +55,15 @@ std::vector<Tensor> grads_of(Sequential& seq, Tensor& x, Tensor& r, const std::f
   return grads;
 }
 
-void expect_same_grads(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected, const std::string& what) {
+void expect_same_grads(const std::vector<Tensor>& actual, const std::vector<Tensor>& expected,
+                       const std::string& what) {
   ASSERT_EQ(actual.size(), expected.size()) << what;
   for (size_t i = 0; i < actual.size(); ++i) {
     ASSERT_TRUE(actual[i].defined() && expected[i].defined()) << what << " grad " << i;
     ASSERT_EQ(actual[i].shape(), expected[i].shape()) << what << " grad " << i;
     const auto a = actual[i].to_vector<double>(), e = expected[i].to_vector<double>();
-    for (size_t j = 0; j < a.size(); ++j) ASSERT_NEAR(a[j], e[j], 1e-12 * (1 + std::abs(e[j]))) << what << " grad " << i;
+    for (size_t j = 0; j < a.size(); ++j)
+      ASSERT_NEAR(a[j], e[j], 1e-12 * (1 + std::abs(e[j]))) << what << " grad " << i;
   }
 }
 
@@ -74,7 +78,8 @@ TEST(UniformGrad, SumAndMeanThroughNormsMatchTheFullGrad) {
       for (bool use_mean : {false, true}) {
         const double value = use_mean ? 1.0 / double(shape[0] * shape[1]) : 1.0;
         const auto uniform = grads_of(seq, x, r, [&](const Tensor& y) { backward(use_mean ? mean(y) : sum(y)); });
-        const auto full_grad = grads_of(seq, x, r, [&](const Tensor& y) { backward(y, full(shape, value, DType::Float64)); });
+        const auto full_grad =
+            grads_of(seq, x, r, [&](const Tensor& y) { backward(y, full(shape, value, DType::Float64)); });
         expect_same_grads(uniform, full_grad, what + (use_mean ? " mean" : " sum"));
       }
     }
@@ -122,7 +127,8 @@ TEST(UniformGrad, IsExpandedForEveryOtherConsumer) {
   Sequential linear({std::make_shared<Linear>(4, 4), std::make_shared<AddExtraInput>()});
   linear.to(DType::Float64);
   const auto uniform = grads_of(linear, x, r, [](const Tensor& y) { backward(sum(y)); });
-  const auto expected = grads_of(linear, x, r, [](const Tensor& y) { backward(y, full(y.shape(), 1.0, DType::Float64)); });
+  const auto expected =
+      grads_of(linear, x, r, [](const Tensor& y) { backward(y, full(y.shape(), 1.0, DType::Float64)); });
   expect_same_grads(uniform, expected, "Linear");
 
   backward(sum(x));

@@ -4,11 +4,12 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/partial_sums.h"
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels {
-using namespace cpu;  // threading.h, partial_sums.h
+using namespace cpu;  // isa.h, threading.h, partial_sums.h
 namespace {
 
 // Runs row(r, dw_partial, db_partial) over all rows in parallel, each thread accumulating the
@@ -37,6 +38,103 @@ const T* input_row(const T* x, const T* residual, T* sum, int64_t r, int64_t col
   return hr;
 }
 
+// One row of each backward (kernels/norms.h), dw and db accumulated into the thread's partials.
+template <class T>
+[[gnu::always_inline]] inline void backward_row(const RMSNormBackward<T>& k, int64_t r, compute_t<T>* dw_partial,
+                                                compute_t<T>*) {
+  using C = compute_t<T>;
+  // Local copies: GCC does not vectorize loops that read through the struct.
+  const int64_t cols = k.cols;
+  const T* xr = k.x + r * cols;
+  const T* dyr = k.dy + r * k.dy_stride;
+  const T* wr = k.w;
+  const C s = k.rstd[r];
+  C dot = 0;  // sum_j g_j xhat_j
+#pragma omp simd reduction(+ : dot)
+  for (int64_t c = 0; c < cols; ++c) dot += dyr[c] * wr[c] * xr[c] * s;
+  const C mean_dot = dot / C(cols);
+  if (k.dx) {
+    T* dxr = k.dx + r * cols;
+    if (k.residual_grad) {
+      const T* rgr = k.residual_grad + r * cols;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) dxr[c] = s * (dyr[c] * wr[c] - xr[c] * s * mean_dot) + rgr[c];
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) dxr[c] = s * (dyr[c] * wr[c] - xr[c] * s * mean_dot);
+    }
+  }
+  if (k.dw) {
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) dw_partial[c] += dyr[c] * xr[c] * s;
+  }
+}
+
+template <class T>
+[[gnu::always_inline]] inline void backward_row(const LayerNormBackward<T>& k, int64_t r, compute_t<T>* dw_partial,
+                                                compute_t<T>* db_partial) {
+  using C = compute_t<T>;
+  const int64_t cols = k.cols;  // local copies, as in RMSNorm's row
+  const T* xr = k.x + r * cols;
+  const T* dyr = k.dy + r * k.dy_stride;
+  const T* wr = k.w;
+  const C mu = k.mean[r], s = k.rstd[r];
+  C sum_g = 0, sum_g_xhat = 0;
+#pragma omp simd reduction(+ : sum_g, sum_g_xhat)
+  for (int64_t c = 0; c < cols; ++c) {
+    const C g = C(dyr[c]) * C(wr[c]);
+    sum_g += g;
+    sum_g_xhat += g * (xr[c] - mu) * s;
+  }
+  const C mean_g = sum_g / C(cols), mean_g_xhat = sum_g_xhat / C(cols);
+  if (k.dx) {
+    T* dxr = k.dx + r * cols;
+    if (k.residual_grad) {
+      const T* rgr = k.residual_grad + r * cols;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) {
+        dxr[c] = s * (dyr[c] * wr[c] - mean_g - (xr[c] - mu) * s * mean_g_xhat) + rgr[c];
+      }
+    } else {
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) dxr[c] = s * (dyr[c] * wr[c] - mean_g - (xr[c] - mu) * s * mean_g_xhat);
+    }
+  }
+  if (k.dw) {
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) dw_partial[c] += dyr[c] * (xr[c] - mu) * s;
+  }
+  if (k.db) {
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) db_partial[c] += C(dyr[c]);
+  }
+}
+
+// The rows compiled for baseline x86-64 and for AVX-512 (isa.h), one picked per call: at 4 floats
+// an instruction the rows' reductions, not the memory, bounded the backward (about half the copy
+// bandwidth on one thread).
+template <class K, class C>
+void baseline_backward_row(const K& k, int64_t r, C* dw_partial, C* db_partial) {
+  backward_row(k, r, dw_partial, db_partial);
+}
+template <class K, class C>
+FUSELAB_TARGET_AVX512 void avx512_backward_row(const K& k, int64_t r, C* dw_partial, C* db_partial) {
+  backward_row(k, r, dw_partial, db_partial);
+}
+
+template <class T, class K>
+void backward_rows(const K& k, T* dw, T* db) {
+  using C = compute_t<T>;
+  const bool avx512 = use_avx512();
+  rows_with_param_grads<T>(k.rows, k.cols, dw, db, [&](int64_t r, C* dw_partial, C* db_partial) {
+    if (avx512) {
+      avx512_backward_row(k, r, dw_partial, db_partial);
+    } else {
+      baseline_backward_row(k, r, dw_partial, db_partial);
+    }
+  });
+}
+
 }  // namespace
 
 template <class T>
@@ -58,33 +156,7 @@ void RMSNormForward<T>::cpu(KernelContext&) const {
 
 template <class T>
 void RMSNormBackward<T>::cpu(KernelContext&) const {
-  using C = compute_t<T>;
-  rows_with_param_grads<T>(rows, cols, dw, nullptr, [&](int64_t r, C* dw_partial, C*) {
-    // Local copies: GCC does not vectorize loops that read a by-reference capture.
-    const T* xr = x + r * cols;
-    const T* dyr = dy + r * dy_stride;
-    const T* wr = w;
-    const C s = rstd[r];
-    C dot = 0;  // sum_j g_j xhat_j
-#pragma omp simd reduction(+ : dot)
-    for (int64_t c = 0; c < cols; ++c) dot += dyr[c] * wr[c] * xr[c] * s;
-    const C mean_dot = dot / C(cols);
-    if (dx) {
-      T* dxr = dx + r * cols;
-      if (residual_grad) {
-        const T* rgr = residual_grad + r * cols;
-#pragma omp simd
-        for (int64_t c = 0; c < cols; ++c) dxr[c] = s * (dyr[c] * wr[c] - xr[c] * s * mean_dot) + rgr[c];
-      } else {
-#pragma omp simd
-        for (int64_t c = 0; c < cols; ++c) dxr[c] = s * (dyr[c] * wr[c] - xr[c] * s * mean_dot);
-      }
-    }
-    if (dw) {
-#pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) dw_partial[c] += dyr[c] * xr[c] * s;
-    }
-  });
+  backward_rows<T>(*this, dw, nullptr);
 }
 
 template <class T>
@@ -111,42 +183,7 @@ void LayerNormForward<T>::cpu(KernelContext&) const {
 
 template <class T>
 void LayerNormBackward<T>::cpu(KernelContext&) const {
-  using C = compute_t<T>;
-  rows_with_param_grads<T>(rows, cols, dw, db, [&](int64_t r, C* dw_partial, C* db_partial) {
-    const T* xr = x + r * cols;
-    const T* dyr = dy + r * dy_stride;
-    const T* wr = w;  // a local copy, as in RMSNormBackward
-    const C mu = mean[r], s = rstd[r];
-    C sum_g = 0, sum_g_xhat = 0;
-#pragma omp simd reduction(+ : sum_g, sum_g_xhat)
-    for (int64_t c = 0; c < cols; ++c) {
-      const C g = C(dyr[c]) * C(wr[c]);
-      sum_g += g;
-      sum_g_xhat += g * (xr[c] - mu) * s;
-    }
-    const C mean_g = sum_g / C(cols), mean_g_xhat = sum_g_xhat / C(cols);
-    if (dx) {
-      T* dxr = dx + r * cols;
-      if (residual_grad) {
-        const T* rgr = residual_grad + r * cols;
-#pragma omp simd
-        for (int64_t c = 0; c < cols; ++c) {
-          dxr[c] = s * (dyr[c] * wr[c] - mean_g - (xr[c] - mu) * s * mean_g_xhat) + rgr[c];
-        }
-      } else {
-#pragma omp simd
-        for (int64_t c = 0; c < cols; ++c) dxr[c] = s * (dyr[c] * wr[c] - mean_g - (xr[c] - mu) * s * mean_g_xhat);
-      }
-    }
-    if (dw) {
-#pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) dw_partial[c] += dyr[c] * (xr[c] - mu) * s;
-    }
-    if (db) {
-#pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) db_partial[c] += C(dyr[c]);
-    }
-  });
+  backward_rows<T>(*this, dw, db);
 }
 
 FUSELAB_NORM_KERNELS(FUSELAB_INSTANTIATE_CPU)
