@@ -6,6 +6,7 @@
 #include <memory>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "autograd/grad_mode.h"
 #include "tensor/factories.h"
@@ -44,6 +45,10 @@ namespace {
 
 thread_local bool grad_enabled = true;
 
+// The leaf grads grad_to_accumulate_into handed out during this thread's backward(): a backward
+// that returns one of them as that leaf's grad has added into it in place already.
+thread_local std::unordered_set<const TensorImpl*> grads_added_in_place;
+
 // The nodes an outer ~GradNode on this thread is releasing one at a time (null when none is).
 thread_local std::vector<std::shared_ptr<GradNode>>* nodes_being_released = nullptr;
 
@@ -55,10 +60,11 @@ Tensor sum_of(const Tensor& a, const Tensor& b) { return math::binary(math::Bina
 bool sole_owner(const Tensor& t) { return t.impl_ptr().use_count() == 1 && t.impl().storage.use_count() == 1; }
 
 // A leaf's grad is the user's to modify in place, so it never aliases a grad another tensor holds:
-// the update is copied unless nothing else can see it (a weight grad fresh from its GEMM). An
-// update that is the grad itself was added into it in place already (grad_to_accumulate_into).
+// the update is copied unless nothing else can see it (a grad a backward returned and nothing else
+// holds, such as a weight grad fresh from its GEMM). An update that is the grad itself, handed out
+// by grad_to_accumulate_into, was added into it in place already.
 void accumulate_leaf(std::shared_ptr<TensorImpl>& grad, const Tensor& update) {
-  if (grad && grad == update.impl_ptr()) return;
+  if (grad && grad == update.impl_ptr() && grads_added_in_place.count(grad.get())) return;
   if (grad) grad = sum_of(Tensor(grad), update).impl_ptr();
   else grad = sole_owner(update) ? update.impl_ptr() : update.clone().impl_ptr();
 }
@@ -80,7 +86,9 @@ Tensor grad_to_accumulate_into(const Tensor& leaf) {
   if (!leaf.defined() || !leaf.is_leaf()) return Tensor();
   const std::shared_ptr<TensorImpl>& grad = leaf.impl().grad;
   const bool unseen = grad && grad.use_count() == 1 && grad->storage.use_count() == 1;
-  return unseen ? Tensor(grad) : Tensor();
+  if (!unseen) return Tensor();
+  grads_added_in_place.insert(grad.get());
+  return Tensor(grad);
 }
 
 bool is_grad_enabled() { return grad_enabled; }
@@ -187,8 +195,8 @@ class GradRouter {
       check(uniform || grad.shape() == sink.shape, n.op, " backward: grad of input ", k, " has shape ", grad.shape(),
             ", expected ", sink.shape);
       if (!sink.leaf) accumulate_pending(pending(*sink.producer)[sink.output], grad);
-      else if (uniform) accumulate_leaf(sink.leaf->grad, math::expand_scalar(grad, sink.shape));  // fresh: taken as is
-      else accumulate_leaf(sink.leaf->grad, grad);
+      else if (uniform && !sink.leaf->grad) accumulate_leaf(sink.leaf->grad, math::expand_scalar(grad, sink.shape));
+      else accumulate_leaf(sink.leaf->grad, grad);  // adds a uniform grad as the scalar it stands for
     }
     if (sink.leaf && on_leaf_ready_ && --remaining_[sink.leaf.get()] == 0) on_leaf_ready_(Tensor(sink.leaf));
   }
@@ -254,8 +262,8 @@ void run_node(GradRouter& router, size_t i, bool retain_graph) {
   if (!retain_graph) node.backward = nullptr;  // frees what the call saved
   check(grads.size() == node.inputs.size(), node.op, " backward returned ", grads.size(), " grads for ",
         node.inputs.size(), " inputs");
-  // Each grad is let go of once routed, so that of inputs given the same tensor (x and r of
-  // x + r) the last one takes it without a copy.
+  // Each grad is let go of once routed, so that of leaves given the same fresh tensor (x and r of
+  // a fused x + r) the last one takes it without a copy.
   for (size_t k = 0; k < grads.size(); ++k) {
     if (!emitted[k]) router.route(i, k, grads[k]);
     grads[k] = Tensor();
@@ -281,6 +289,11 @@ void backward(const Tensor& root, const Tensor& grad_root, const BackwardOptions
     if (options.on_leaf_ready) options.on_leaf_ready(root);
     return;
   }
+  // What grad_to_accumulate_into hands out counts for this backward() alone.
+  struct InPlaceGradsOfThisPass {
+    InPlaceGradsOfThisPass() { grads_added_in_place.clear(); }
+    ~InPlaceGradsOfThisPass() { grads_added_in_place.clear(); }
+  } in_place_grads;
   const AutogradMeta& root_meta = *root.impl().autograd_meta;
   GradRouter router(*root_meta.node, options.on_leaf_ready);
   for (size_t i = 0; i < router.size(); ++i) check_not_freed(router.node(i));

@@ -383,7 +383,7 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   if (record) {
     std::vector<Tensor> node_outputs{out.output};
     node_outputs.insert(node_outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
-    for (const Tensor& t : node_outputs) state->output_shapes.push_back(t.shape());
+    for (const Tensor& t : node_outputs) state->output_shapes.push_back(t.defined() ? t.shape() : Shape{});
     record_node(
         "Sequential", node_inputs, node_outputs,
         [state](const std::vector<Tensor>& grads, const std::vector<bool>&, const EmitGrad& emit, bool retain_graph) {

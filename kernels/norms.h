@@ -15,8 +15,9 @@
 //
 // The backward kernels read x, dy and the row statistics once per row; dx, dw and db may be null
 // (not needed). dy's rows are dy_stride apart: cols, or 0 when every row's grad is the same row
-// (a uniform grad, such as sum's, given as one row instead of a full tensor). The row statistics (mean, rstd), eps and every sum are in compute_t<T>:
-// float32 for bfloat16. Kernels: kernels/cpu/norms.cc and kernels/cuda/norms.cu.
+// (a uniform grad, such as sum's, given as one row instead of a full tensor). The row statistics
+// (mean, rstd), eps and every sum are in compute_t<T>: float32 for bfloat16. Kernels:
+// kernels/cpu/norms.cc and kernels/cuda/norms.cu.
 #pragma once
 
 #include <cstdint>

@@ -49,13 +49,14 @@ TEST(ActivationMath, Avx512AndBaselineLoopsAgree) {
   }
   for (Activation act : {Activation::ReLU, Activation::GELU, Activation::SiLU}) {
     std::vector<std::vector<float>> y(2, std::vector<float>(x.size())), dx = y;
+    const bool was_enabled = cpu::use_avx512();  // FUSELAB_DISABLE_AVX512 holds for later tests
     for (int avx512 : {0, 1}) {
       cpu::set_avx512_enabled(avx512 == 1);
       cpu::HostContext ctx;
       ActivationForward<float>{act, x.data(), y[avx512].data(), int64_t(x.size())}.cpu(ctx);
       ActivationBackward<float>{act, x.data(), dy.data(), dx[avx512].data(), int64_t(x.size())}.cpu(ctx);
     }
-    cpu::set_avx512_enabled(true);
+    cpu::set_avx512_enabled(was_enabled);
     for (size_t i = 0; i < x.size(); ++i) {
       ASSERT_NEAR(y[1][i], y[0][i], 2e-6f * (1 + std::abs(y[0][i]))) << activation_name(act) << " at " << x[i];
       // act'(x) itself is good to 5e-6 in float (FloatActivationsMatchDouble); dx scales it by dy.

@@ -31,6 +31,7 @@ Grads run_backward(bool layer_norm, bool uniform, bool residual, bool avx512) {
   const std::vector<float> dy = values(uniform ? cols : rows * cols, 1, 4);
   const std::vector<float> mean = values(rows, 0.1f, 5), rstd = values(rows, 0.5f, 6);
   Grads g{std::vector<float>(rows * cols), std::vector<float>(cols), std::vector<float>(cols)};
+  const bool was_enabled = cpu::use_avx512();  // FUSELAB_DISABLE_AVX512 holds for the tests after this one
   cpu::set_avx512_enabled(avx512);
   cpu::HostContext ctx;
   const float* residual_grad = residual ? rg.data() : nullptr;
@@ -44,7 +45,7 @@ Grads run_backward(bool layer_norm, bool uniform, bool residual, bool avx512) {
                            residual_grad, g.dx.data(), g.dw.data(), rows,      cols}
         .cpu(ctx);
   }
-  cpu::set_avx512_enabled(true);
+  cpu::set_avx512_enabled(was_enabled);
   return g;
 }
 

@@ -5,8 +5,10 @@
 #include <thread>
 
 #include "autograd/functional.h"
-#include "tests/expect_error.h"
+#include "fuser/sequential.h"
+#include "ops/basic/linear.h"
 #include "tensor/factories.h"
+#include "tests/expect_error.h"
 
 namespace fuselab {
 namespace {
@@ -42,6 +44,38 @@ TEST(Tape, GradsAccumulateAcrossBackwardCallsUntilZeroed) {
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{6, 6}));
   Tensor(x).zero_grad();
   EXPECT_FALSE(x.grad().defined());
+}
+
+// A leaf's own grad passed back as a gradient is added like any other tensor (only a grad a
+// backward added into in place is taken as accumulated).
+TEST(Tape, ALeafsGradPassedAsTheGradientIsAdded) {
+  const Tensor x = leaf({1, 2});
+  backward(sum(x));
+  backward(x, x.grad());
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 2}));
+  backward(add(x, x), x.grad());  // each use adds the gradient [2, 2]
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{6, 6}));
+}
+
+// A Linear's weight grad, added in place when the weight already has one, goes to the weight the
+// forward used, even when the op holds another weight by the time backward runs.
+TEST(Tape, AnInPlaceWeightGradGoesToTheWeightTheForwardUsed) {
+  auto linear = std::make_shared<Linear>(3, 2);
+  linear->to(DType::Float64);
+  Sequential seq({linear});
+  const Tensor x = from_vector<double>({1, 2, 3, -1, 0, 2}, {2, 3});
+  const Tensor w0 = linear->parameter(0);
+  backward(sum(seq(x)));
+  const std::vector<double> once = w0.grad().to_vector<double>();
+  const Tensor out = seq(x);
+  const Tensor w1 = from_vector<double>({1, 1, 1, 1, 1, 1}, {2, 3});
+  Tensor(w1).set_requires_grad(true);
+  backward(sum(w1));  // w1's grad: ones, held by nothing else
+  linear->parameter(0) = w1;
+  backward(sum(out));
+  const std::vector<double> twice = w0.grad().to_vector<double>();
+  for (size_t i = 0; i < once.size(); ++i) EXPECT_DOUBLE_EQ(twice[i], 2 * once[i]);
+  EXPECT_EQ(w1.grad().to_vector<double>(), std::vector<double>(6, 1.0));
 }
 
 TEST(Tape, OnlyLeavesReceiveGrad) {
@@ -89,9 +123,7 @@ TEST(Tape, NonScalarRootNeedsAGradient) {
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 20}));
 }
 
-TEST(Tape, RootThatDoesNotRequireGradThrows) {
-  EXPECT_THROW(backward(sum(from_vector<double>({1}, {1}))), Error);
-}
+TEST(Tape, RootThatDoesNotRequireGradThrows) { EXPECT_THROW(backward(sum(from_vector<double>({1}, {1}))), Error); }
 
 TEST(Tape, AGraphBelongsToItsTensorsNotToAThread) {
   const Tensor x = leaf({1, 2});

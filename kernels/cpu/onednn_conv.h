@@ -14,7 +14,7 @@
 // convolution has no float64.
 //
 // A primitive and its reorders are made once per (pass, geometry, bias, activation, threads) and
-// cached as the matmuls are (kernels/cpu/onednn.h); the scratchpad is the caller's scratch.
+// cached in the cache the matmuls use (kernels/cpu/onednn_runtime.h); the scratchpad is the caller's scratch.
 #pragma once
 
 #include "kernels/activation_math.h"

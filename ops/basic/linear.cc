@@ -38,7 +38,8 @@ Tensor Linear::input_grad(const Tensor& dy, const Tensor& weight, const Shape& i
 
 Tensor Linear::weight_grad(const Tensor& dy, const Tensor& input, Tensor into) {
   const Tensor dy_rows = dy.view({-1, dy.size(-1)}), x_rows = input.view({-1, input.size(-1)});
-  if (!into.defined() || into.dtype() != dy.dtype() || into.device() != dy.device()) {
+  const Shape shape{dy.size(-1), input.size(-1)};  // a grad of another shape is refused where it is added
+  if (!into.defined() || into.shape() != shape || into.dtype() != dy.dtype() || into.device() != dy.device()) {
     return math::matmul(dy_rows, true, x_rows, false);
   }
   math::matmul_add_into(into, dy_rows, true, x_rows, false);
@@ -49,7 +50,7 @@ OpBackward Linear::op_backward(OpContext& ctx, const Tensor& dy, const std::vect
   const LinearSaved& saved = ctx.saved<LinearSaved>(describe());
   return {ctx.input_requires_grad ? input_grad(dy, saved.weight, saved.input.shape()) : Tensor(),
           {},
-          {ctx.params_require_grad.at(0) ? weight_grad(dy, saved.input, grad_to_accumulate_into(weight())) : Tensor()}};
+          {ctx.params_require_grad.at(0) ? weight_grad(dy, saved.input, grad_to_accumulate_into(saved.weight)) : Tensor()}};
 }
 
 std::vector<std::shared_ptr<BasicOp>> linear_with_bias(int64_t in_features, int64_t out_features, Generator* gen) {

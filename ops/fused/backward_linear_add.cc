@@ -22,7 +22,7 @@ FusedBackward BackwardLinearAdd::fuser_backward(const std::vector<OpContext*>& c
     dx = math::matmul(dy.view({-1, dy.size(-1)}), false, saved.weight, false, de_rows).view(saved.input.shape());
   }
   Tensor dw = ctxs[1]->params_require_grad.at(0)
-                  ? Linear::weight_grad(dy, saved.input, grad_to_accumulate_into(linear.weight()))
+                  ? Linear::weight_grad(dy, saved.input, grad_to_accumulate_into(saved.weight))
                   : Tensor();
   return {dx, TensorLists(2), {{}, {dw}}};
 }
