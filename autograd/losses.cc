@@ -47,35 +47,36 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_
         "cross_entropy: logits ", logits.shape(), " and labels ", labels.shape(),
         " must be [N, C] and [N]");
   const int64_t rows = logits.size(0), cols = logits.size(1);
-  int64_t counted = 0;
-  for (int64_t label : labels.to_vector<int64_t>()) {
-    if (label == ignore_index) continue;
-    check(0 <= label && label < cols, "cross_entropy: label ", label, " out of range for ", cols,
-          " classes (logits ", logits.shape(), ")");
-    ++counted;
+  if (labels.device().is_cpu()) {  // on CUDA the kernel checks, without a wait (kernels/index_fault.h)
+    for (int64_t label : labels.to_vector<int64_t>()) {
+      check(label == ignore_index || (0 <= label && label < cols), "cross_entropy: label ", label,
+            " out of range for ", cols, " classes (logits ", logits.shape(), ")");
+    }
   }
-  // The mean over zero counted rows is 0 / 0: NaN, as in PyTorch, so that a batch with nothing to
-  // learn from shows up in the loss instead of reading as a perfect 0.
-  const double mean_scale = counted ? 1.0 / double(counted) : std::numeric_limits<double>::quiet_NaN();
   const Device device = logits.device();
   Tensor lse = empty({rows}, logits.dtype(), device);
-  Tensor row_loss = empty({rows, 1}, logits.dtype(), device);  // summed as one column
+  Tensor row_loss = empty({rows, 1}, logits.dtype(), device), row_counted = empty({rows, 1}, logits.dtype(), device);
+  kernels::IndexFault* fault = math::index_fault_record(device);
   launch_floating("cross_entropy", logits, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::CrossEntropyForward<T>{logits.ptr<T>(), labels.ptr<int64_t>(), lse.ptr<T>(), row_loss.ptr<T>(),
-                                           rows,           cols,                   ignore_index};
+    return kernels::CrossEntropyForward<T>{logits.ptr<T>(),      labels.ptr<int64_t>(), lse.ptr<T>(),
+                                           row_loss.ptr<T>(),    row_counted.ptr<T>(),  rows,
+                                           cols,                 ignore_index,          fault};
   });
-  const Tensor loss = math::scaled(math::sum_to(row_loss, math::Broadcast::Scalar, {}), mean_scale);
+  // The mean over the counted rows, on the device. Over none it is 0 / 0: NaN, as in PyTorch, so
+  // that a batch with nothing to learn from shows up in the loss instead of reading as a perfect 0.
+  const Tensor counted = math::sum_to(row_counted, math::Broadcast::Scalar, {});
+  const Tensor loss =
+      math::binary(math::BinaryOp::Div, math::sum_to(row_loss, math::Broadcast::Scalar, {}), counted, "cross_entropy");
   return record("cross_entropy", {logits, labels}, loss,
-                [logits, labels, lse, mean_scale, ignore_index, rows, cols](const auto& grads, const auto&) {
+                [logits, labels, lse, counted, ignore_index, rows, cols](const auto& grads, const auto&) {
                   Tensor dx = empty_like(logits);
-                  // No counted row, no grad: every row is zero rather than NaN.
-                  const double scale = mean_scale == mean_scale ? mean_scale : 0.0;
-                  const Tensor& dloss = grads[0];  // read by the kernel on its device
+                  const Tensor& dloss = grads[0];  // read by the kernel on its device, as is counted
+                  // No counted row, no grad: every row is ignored, so every dx is zero.
                   launch_floating("cross_entropy backward", logits, [&](auto zero) {
                     using T = decltype(zero);
                     return kernels::CrossEntropyBackward<T>{
-                        logits.ptr<T>(), labels.ptr<int64_t>(), lse.ptr<T>(), dloss.ptr<T>(), T(scale),
+                        logits.ptr<T>(), labels.ptr<int64_t>(), lse.ptr<T>(), dloss.ptr<T>(), counted.ptr<T>(),
                         dx.ptr<T>(),     rows,                  cols,         ignore_index};
                   });
                   return std::vector<Tensor>{dx, Tensor()};

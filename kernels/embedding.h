@@ -4,12 +4,15 @@
 //
 // Both backends sum in the order of the ids, so the sums are deterministic: the CPU in one pass
 // over the ids, CUDA with one block per table row scanning the ids (no atomics, at O(vocab *
-// count) id reads: fine for small vocabularies such as charlm's). The caller checks that ids are
-// in range. Kernels: kernels/cpu/embedding.cc and kernels/cuda/embedding.cu.
+// count) id reads: fine for small vocabularies such as charlm's). Ids must be in [0, vocab): on
+// the CPU the caller checks; the CUDA lookup records an id out of range in `fault` and writes
+// zeros for it (kernels/index_fault.h). Kernels: kernels/cpu/embedding.cc and
+// kernels/cuda/embedding.cu.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/index_fault.h"
 #include "kernels/kernel.h"
 
 namespace fuselab::kernels {
@@ -19,7 +22,8 @@ struct EmbeddingForward {
   const T* table;
   const int64_t* ids;
   T* out;
-  int64_t count, dim;
+  int64_t count, vocab, dim;
+  IndexFault* fault;  // CUDA only
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 

@@ -4,16 +4,19 @@
 //   softmax(x)_j = e^(x_j - lse);  log_softmax(x)_j = x_j - lse
 //   softmax backward:      dx = y * (dy - sum_j dy_j y_j)
 //   log_softmax backward:  dx = dy - e^y * sum_j dy_j
-//   cross-entropy:         loss_r = lse(x_r) - x_r[label_r];  dx_r = (softmax(x_r) - onehot) * dloss * scale
+//   cross-entropy:         loss_r = lse(x_r) - x_r[label_r];  dx_r = (softmax(x_r) - onehot) * dloss / counted
 //
-// Rows whose label is ignore_index get loss 0 and dx 0; the caller checks that the other labels
-// are in range. Softmax and log-softmax take bfloat16 rows too, computed in float32 (compute_t);
+// Rows whose label is ignore_index get loss 0, dx 0 and row_counted 0 (the caller sums row_loss
+// and row_counted for the mean, on the device). Other labels must be in [0, cols): on the CPU the
+// caller checks; the CUDA forward records one out of range in `fault` and does not count its row
+// (kernels/index_fault.h). Softmax and log-softmax take bfloat16 rows too, computed in float32 (compute_t);
 // cross-entropy takes float32 and float64. Kernels: kernels/cpu/softmax.cc and
 // kernels/cuda/softmax.cu (one block per row).
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/index_fault.h"
 #include "kernels/kernel.h"
 
 namespace fuselab::kernels {
@@ -43,7 +46,9 @@ struct CrossEntropyForward {
   const int64_t* labels;  // [rows]
   T* lse;                 // [rows], for the backward
   T* row_loss;            // [rows]
+  T* row_counted;         // [rows]: 1 where the row counts toward the mean, else 0
   int64_t rows, cols, ignore_index;
+  IndexFault* fault;  // CUDA only
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
@@ -52,8 +57,8 @@ struct CrossEntropyBackward {
   const T* x;
   const int64_t* labels;
   const T* lse;
-  const T* dloss;  // the loss's grad: one element, read on the kernel's device
-  T scale;         // 1 / the number of counted rows
+  const T* dloss;    // the loss's grad: one element, read on the kernel's device
+  const T* counted;  // the number of counted rows: one element, on the kernel's device
   T* dx;
   int64_t rows, cols, ignore_index;
   FUSELAB_KERNEL_ENTRY_POINTS;

@@ -1,5 +1,6 @@
 #include "tensor/tensor_math.h"
 
+#include "kernels/cuda/device_api.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/matmul.h"
@@ -10,6 +11,10 @@
 namespace fuselab::math {
 
 
+
+kernels::IndexFault* index_fault_record(Device device) {
+  return device.is_cuda() ? kernels::cuda::index_fault_record(device.index) : nullptr;
+}
 
 int64_t rows_of(const Tensor& x) {
   const int64_t cols = x.dim() ? x.size(-1) : 1;
@@ -173,15 +178,19 @@ Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {
   check(ids.defined() && ids.dtype() == DType::Int64 && ids.device() == table.device(), op,
         ": ids must be int64 on ", table.device());
   const int64_t vocab = table.size(0), dim = table.size(1);
-  for (int64_t id : ids.to_vector<int64_t>()) {
-    check(0 <= id && id < vocab, op, ": id ", id, " out of range for a table of shape ", table.shape());
+  if (ids.device().is_cpu()) {  // on CUDA the lookup kernel checks, without a wait (kernels/index_fault.h)
+    for (int64_t id : ids.to_vector<int64_t>()) {
+      check(0 <= id && id < vocab, op, ": id ", id, " out of range for a table of shape ", table.shape());
+    }
   }
   Shape out_shape = ids.shape();
   out_shape.push_back(dim);
   Tensor out = empty(out_shape, table.dtype(), table.device());
+  kernels::IndexFault* fault = index_fault_record(table.device());
   launch_floating(op, table, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::EmbeddingForward<T>{table.ptr<T>(), ids.ptr<int64_t>(), out.ptr<T>(), ids.numel(), dim};
+    return kernels::EmbeddingForward<T>{table.ptr<T>(), ids.ptr<int64_t>(), out.ptr<T>(), ids.numel(), vocab, dim,
+                                        fault};
   });
   return out;
 }

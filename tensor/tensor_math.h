@@ -6,6 +6,7 @@
 
 #include "kernels/activation_math.h"
 #include "kernels/elementwise_kinds.h"
+#include "kernels/index_fault.h"
 #include "tensor/tensor.h"
 
 namespace fuselab::math {
@@ -46,6 +47,10 @@ void matmul_add_into(Tensor& out, const Tensor& a, bool transpose_a, const Tenso
 // an id is out of range), and its adjoint, the scatter-add dtable[ids[i]] += dout[i].
 Tensor embedding(const char* op, const Tensor& table, const Tensor& ids);
 Tensor embedding_backward(const Tensor& dout, const Tensor& ids, const Shape& table_shape);
+
+// Where CUDA kernels on `device` record an index out of range (kernels/index_fault.h); null on the
+// CPU, whose callers check indices before the kernel runs.
+kernels::IndexFault* index_fault_record(Device device);
 
 // Rows of a 2-D-or-more tensor: all dims but the last, flattened.
 int64_t rows_of(const Tensor& x);

@@ -67,14 +67,16 @@ template <class T>
 void CrossEntropyForward<T>::cpu(KernelContext&) const {
 #pragma omp parallel for if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
+    const bool counted = labels[r] != ignore_index;  // the caller checked the others are in range
     lse[r] = log_sum_exp(x + r * cols, cols);
-    row_loss[r] = labels[r] == ignore_index ? T(0) : lse[r] - x[r * cols + labels[r]];
+    row_loss[r] = counted ? lse[r] - x[r * cols + labels[r]] : T(0);
+    row_counted[r] = counted ? T(1) : T(0);
   }
 }
 
 template <class T>
 void CrossEntropyBackward<T>::cpu(KernelContext&) const {
-  const T grad_scale = *dloss * scale;
+  const T grad_scale = *dloss / *counted;
 #pragma omp parallel for if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     T* dxr = dx + r * cols;

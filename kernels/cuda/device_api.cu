@@ -1,9 +1,54 @@
 // CUDA implementation of device_api.h.
 #include "kernels/cuda/device_api.h"
 
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
 #include "kernels/cuda/cuda_check.h"
 
 namespace fuselab::kernels::cuda {
+namespace {
+
+// Each device's record, host and device addresses of the same pinned memory; never freed.
+struct MappedFault {
+  IndexFault* host;
+  IndexFault* device;
+};
+
+MappedFault& mapped_fault(int device) {
+  static std::mutex mutex;
+  static auto* records = new std::map<int, MappedFault>;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = records->find(device);
+  if (found != records->end()) return found->second;
+  use_device(device);
+  void *host = nullptr, *mapped = nullptr;
+  check_cuda(cudaHostAlloc(&host, sizeof(IndexFault), cudaHostAllocMapped), "cudaHostAlloc(index fault)");
+  check_cuda(cudaHostGetDevicePointer(&mapped, host, 0), "cudaHostGetDevicePointer(index fault)");
+  *static_cast<IndexFault*>(host) = IndexFault{IndexFault::kNone, 0, 0};
+  return records->emplace(device, MappedFault{static_cast<IndexFault*>(host), static_cast<IndexFault*>(mapped)})
+      .first->second;
+}
+
+// Throws the fault a kernel recorded on `device`, if any; the device has finished its kernels.
+void throw_recorded_fault(int device) {
+  IndexFault& fault = *mapped_fault(device).host;
+  if (fault.kind == IndexFault::kNone) return;
+  const IndexFault found = fault;
+  fault = IndexFault{IndexFault::kNone, 0, 0};
+  const std::string where = " (found on cuda:" + std::to_string(device) +
+                            " by a kernel queued earlier; reported at the next read from the device)";
+  if (found.kind == IndexFault::kEmbeddingId) {
+    throw std::out_of_range("Embedding: id " + std::to_string(found.value) + " out of range for a table of " +
+                            std::to_string(found.limit) + " rows" + where);
+  }
+  throw std::out_of_range("cross_entropy: label " + std::to_string(found.value) + " out of range for " +
+                          std::to_string(found.limit) + " classes" + where);
+}
+
+}  // namespace
 
 bool compiled_with_cuda() { return true; }
 
@@ -36,6 +81,7 @@ void copy_host_to_device(void* dst, const void* src, size_t bytes, int device) {
 void copy_device_to_host(void* dst, const void* src, size_t bytes, int device) {
   use_device(device);
   check_cuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy(device to host)");
+  throw_recorded_fault(device);
 }
 
 void copy_device_to_device(void* dst, const void* src, size_t bytes, int device) {
@@ -46,7 +92,10 @@ void copy_device_to_device(void* dst, const void* src, size_t bytes, int device)
 void synchronize(int device) {
   use_device(device);
   check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  throw_recorded_fault(device);
 }
+
+IndexFault* index_fault_record(int device) { return mapped_fault(device).device; }
 
 void fill_bytes(void* ptr, unsigned char value, size_t bytes, int device) {
   use_device(device);

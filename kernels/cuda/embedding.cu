@@ -2,13 +2,18 @@
 #include "kernels/embedding.h"
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/index_fault.cuh"
 
 namespace fuselab::kernels::cuda {
 namespace {
 
 template <class T>
-__global__ void embedding_forward_kernel(const T* table, const int64_t* ids, T* out, int64_t n, int64_t dim) {
-  FUSELAB_GRID_STRIDE_LOOP(i, n) out[i] = table[ids[i / dim] * dim + i % dim];
+__global__ void embedding_forward_kernel(const T* table, const int64_t* ids, T* out, int64_t n, int64_t vocab,
+                                         int64_t dim, IndexFault* fault) {
+  FUSELAB_GRID_STRIDE_LOOP(i, n) {
+    const int64_t id = ids[i / dim];
+    out[i] = in_range(id, vocab, IndexFault::kEmbeddingId, fault) ? table[id * dim + i % dim] : T(0);
+  }
 }
 
 // Block v sums the rows of dout whose id is v, in the order of the ids.
@@ -35,7 +40,7 @@ template <class T>
 void EmbeddingForward<T>::cuda(KernelContext& ctx) const {
   if (count * dim == 0) return;
   use_device(ctx.device);
-  embedding_forward_kernel<T><<<blocks_for(count * dim), kThreads>>>(table, ids, out, count * dim, dim);
+  embedding_forward_kernel<T><<<blocks_for(count * dim), kThreads>>>(table, ids, out, count * dim, vocab, dim, fault);
   check_launch("embedding_forward_kernel");
 }
 

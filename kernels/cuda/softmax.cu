@@ -3,6 +3,7 @@
 
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/index_fault.cuh"
 #include "kernels/softmax.h"
 
 namespace fuselab::kernels::cuda {
@@ -50,23 +51,25 @@ __global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, int64_t 
 }
 
 template <class T>
-__global__ void cross_entropy_forward_kernel(const T* x, const int64_t* labels, T* lse, T* row_loss, int64_t cols,
-                                             int64_t ignore_index) {
+__global__ void cross_entropy_forward_kernel(const T* x, const int64_t* labels, T* lse, T* row_loss, T* row_counted,
+                                             int64_t cols, int64_t ignore_index, IndexFault* fault) {
   __shared__ T shared[32];
   const T* xr = x + blockIdx.x * cols;
   const T row_lse = row_log_sum_exp(xr, cols, shared);
   if (threadIdx.x == 0) {
     const int64_t label = labels[blockIdx.x];
+    const bool counted = label != ignore_index && in_range(label, cols, IndexFault::kCrossEntropyLabel, fault);
     lse[blockIdx.x] = row_lse;
-    row_loss[blockIdx.x] = label == ignore_index ? T(0) : row_lse - xr[label];
+    row_loss[blockIdx.x] = counted ? row_lse - xr[label] : T(0);
+    row_counted[blockIdx.x] = counted ? T(1) : T(0);
   }
 }
 
 template <class T>
-__global__ void cross_entropy_backward_kernel(const T* x, const int64_t* labels, const T* lse, const T* dloss, T scale,
-                                              T* dx, int64_t cols, int64_t ignore_index) {
+__global__ void cross_entropy_backward_kernel(const T* x, const int64_t* labels, const T* lse, const T* dloss,
+                                              const T* counted, T* dx, int64_t cols, int64_t ignore_index) {
   const int64_t offset = blockIdx.x * cols, label = labels[blockIdx.x];
-  const T row_lse = lse[blockIdx.x], grad_scale = *dloss * scale;
+  const T row_lse = lse[blockIdx.x], grad_scale = *dloss / *counted;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     const T onehot = j == label ? T(1) : T(0);
     dx[offset + j] = label == ignore_index ? T(0) : (exp(x[offset + j] - row_lse) - onehot) * grad_scale;
@@ -102,7 +105,7 @@ template <class T>
 void CrossEntropyForward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
   use_device(ctx.device);
-  cross_entropy_forward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, row_loss, cols, ignore_index);
+  cross_entropy_forward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, row_loss, row_counted, cols, ignore_index, fault);
   check_launch("cross_entropy_forward_kernel");
 }
 
@@ -111,7 +114,7 @@ void CrossEntropyBackward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
   use_device(ctx.device);
   cross_entropy_backward_kernel<T>
-      <<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, dloss, scale, dx, cols, ignore_index);
+      <<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, dloss, counted, dx, cols, ignore_index);
   check_launch("cross_entropy_backward_kernel");
 }
 

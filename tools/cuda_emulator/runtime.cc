@@ -126,6 +126,29 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   return cudaSuccess;
 }
 
+// Mapped host memory is listed with the device buffers: kernels may take it as an argument.
+cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned) {
+  *ptr = ::operator new(bytes, cuda_emulator::kAlignment, std::nothrow);
+  if (*ptr == nullptr) return result(cudaErrorMemoryAllocation);
+  std::lock_guard<std::mutex> lock(cuda_emulator::mutex);
+  cuda_emulator::buffers[static_cast<const char*>(*ptr)] = bytes;
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned) {
+  *device_ptr = host_ptr;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  {
+    std::lock_guard<std::mutex> lock(cuda_emulator::mutex);
+    cuda_emulator::buffers.erase(static_cast<const char*>(ptr));
+  }
+  ::operator delete(ptr, cuda_emulator::kAlignment);
+  return cudaSuccess;
+}
+
 cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
   if (bytes == 0) return cudaSuccess;
   if (!on_device(ptr, bytes)) return result(cudaErrorInvalidValue);

@@ -47,6 +47,19 @@ cudaError_t cudaMalloc(T** ptr, size_t bytes) {
 cudaError_t cudaFree(void* ptr);
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemset(void* ptr, int value, size_t bytes);
+// Pinned host memory the device can address: on the emulator, host memory the kernels (which run
+// on the host) read and write as it is, so the device pointer is the host pointer.
+constexpr unsigned cudaHostAllocMapped = 2;
+cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned flags);
+cudaError_t cudaHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned flags);
+cudaError_t cudaFreeHost(void* ptr);
+// The old value of *address, replaced by value when it equaled compare (the emulator's threads are
+// fibers on one OS thread, so no other thread runs in between).
+inline int atomicCAS(int* address, int compare, int value) {
+  const int old = *address;
+  if (old == compare) *address = value;
+  return old;
+}
 
 void __syncthreads();
 

@@ -1,0 +1,18 @@
+// The device side of kernels/index_fault.h.
+#pragma once
+
+#include "kernels/index_fault.h"
+
+namespace fuselab::kernels::cuda {
+
+// Whether 0 <= value < limit; the first value on the device that is not is recorded in `fault`.
+__device__ inline bool in_range(int64_t value, int64_t limit, IndexFault::Kind kind, IndexFault* fault) {
+  if (value >= 0 && value < limit) return true;
+  if (atomicCAS(&fault->kind, int(IndexFault::kNone), int(kind)) == IndexFault::kNone) {
+    fault->value = value;
+    fault->limit = limit;
+  }
+  return false;
+}
+
+}  // namespace fuselab::kernels::cuda
