@@ -1,6 +1,5 @@
 // Softmax, log-softmax and the losses. The math is in kernels/softmax.h.
 //   mse = mean (p - t)^2:  dp = 2 (p - t) g / n,  dt = -dp
-#include <limits>
 
 #include "autograd/checks.h"
 #include "autograd/functional.h"

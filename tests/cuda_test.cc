@@ -554,7 +554,8 @@ TEST_F(Cuda, BFloat16MatchesCpu) {
 }
 
 // An id or label out of range on the GPU is found by the kernel that reads it and reported, as a
-// fuselab::Error naming it, at the next read from the device; the steps after it run as usual.
+// fuselab::Error naming it, at the next read from the device; the record is cleared then, so the
+// calls after it run as usual. A row whose label is out of range gets no grad.
 TEST_F(Cuda, IdsAndLabelsOutOfRangeAreReportedAtTheNextRead) {
   const Tensor table = random({5, 3}, DType::Float32, 1).to(kGpu);
   const Tensor bad_ids = from_vector<int64_t>({0, 4, 7, 1}, {4}).to(kGpu);
@@ -563,9 +564,14 @@ TEST_F(Cuda, IdsAndLabelsOutOfRangeAreReportedAtTheNextRead) {
                         {"Embedding: id 7 out of range for a table of 5 rows", "cuda:0"});
   EXPECT_EQ(embedding(table, from_vector<int64_t>({4, 0}, {2}).to(kGpu)).to(Device::cpu()).shape(), (Shape{2, 3}));
 
-  const Tensor logits = random({3, 4}, DType::Float32, 2).to(kGpu);
+  Tensor logits = random({3, 4}, DType::Float32, 2).to(kGpu);
+  logits.set_requires_grad(true);
   const Tensor loss = cross_entropy(logits, from_vector<int64_t>({1, -1, 9}, {3}).to(kGpu), /*ignore_index=*/-1);
+  backward(loss);
   testing::expect_error([&] { loss.item(); }, {"cross_entropy: label 9 out of range for 4 classes"});
+  const std::vector<float> dx = logits.grad().to(Device::cpu()).to_vector<float>();
+  for (size_t j = 4; j < dx.size(); ++j) EXPECT_EQ(dx[j], 0.0f) << "the ignored and the bad row, element " << j;
+  logits.zero_grad();
   const Tensor good = cross_entropy(logits, from_vector<int64_t>({1, -1, 3}, {3}).to(kGpu), -1);
   const Tensor cpu_loss = cross_entropy(logits.to(Device::cpu()), from_vector<int64_t>({1, -1, 3}, {3}), -1);
   EXPECT_NEAR(good.item(), cpu_loss.item(), 1e-6);

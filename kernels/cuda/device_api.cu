@@ -11,33 +11,44 @@
 namespace fuselab::kernels::cuda {
 namespace {
 
-// Each device's record, host and device addresses of the same pinned memory; never freed.
+// Each device's record, host and device addresses of the same pinned memory, made when a kernel
+// first needs it; never freed.
 struct MappedFault {
   IndexFault* host;
   IndexFault* device;
 };
 
-MappedFault& mapped_fault(int device) {
-  static std::mutex mutex;
+std::mutex faults_mutex;
+std::map<int, MappedFault>& mapped_faults() {
   static auto* records = new std::map<int, MappedFault>;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto found = records->find(device);
-  if (found != records->end()) return found->second;
+  return *records;
+}
+
+MappedFault& mapped_fault(int device) {
+  std::lock_guard<std::mutex> lock(faults_mutex);
+  auto found = mapped_faults().find(device);
+  if (found != mapped_faults().end()) return found->second;
   use_device(device);
   void *host = nullptr, *mapped = nullptr;
   check_cuda(cudaHostAlloc(&host, sizeof(IndexFault), cudaHostAllocMapped), "cudaHostAlloc(index fault)");
   check_cuda(cudaHostGetDevicePointer(&mapped, host, 0), "cudaHostGetDevicePointer(index fault)");
   *static_cast<IndexFault*>(host) = IndexFault{IndexFault::kNone, 0, 0};
-  return records->emplace(device, MappedFault{static_cast<IndexFault*>(host), static_cast<IndexFault*>(mapped)})
-      .first->second;
+  const MappedFault record{static_cast<IndexFault*>(host), static_cast<IndexFault*>(mapped)};
+  return mapped_faults().emplace(device, record).first->second;
 }
 
-// Throws the fault a kernel recorded on `device`, if any; the device has finished its kernels.
+// Throws the fault a kernel recorded on `device`, if any, and clears it; the device has finished
+// its kernels. A device whose kernels never took a record has none to read.
 void throw_recorded_fault(int device) {
-  IndexFault& fault = *mapped_fault(device).host;
-  if (fault.kind == IndexFault::kNone) return;
-  const IndexFault found = fault;
-  fault = IndexFault{IndexFault::kNone, 0, 0};
+  IndexFault* record = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(faults_mutex);
+    auto found = mapped_faults().find(device);
+    if (found != mapped_faults().end()) record = found->second.host;
+  }
+  if (record == nullptr || record->kind == IndexFault::kNone) return;
+  const IndexFault found = *record;
+  *record = IndexFault{IndexFault::kNone, 0, 0};
   const std::string where = " (found on cuda:" + std::to_string(device) +
                             " by a kernel queued earlier; reported at the next read from the device)";
   if (found.kind == IndexFault::kEmbeddingId) {

@@ -12,7 +12,9 @@ __global__ void embedding_forward_kernel(const T* table, const int64_t* ids, T* 
                                          int64_t dim, IndexFault* fault) {
   FUSELAB_GRID_STRIDE_LOOP(i, n) {
     const int64_t id = ids[i / dim];
-    out[i] = in_range(id, vocab, IndexFault::kEmbeddingId, fault) ? table[id * dim + i % dim] : T(0);
+    // The row's first element records a bad id: one atomic per id, not one per element.
+    const bool valid = i % dim == 0 ? in_range(id, vocab, IndexFault::kEmbeddingId, fault) : 0 <= id && id < vocab;
+    out[i] = valid ? table[id * dim + i % dim] : T(0);
   }
 }
 

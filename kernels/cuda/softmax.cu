@@ -69,10 +69,11 @@ template <class T>
 __global__ void cross_entropy_backward_kernel(const T* x, const int64_t* labels, const T* lse, const T* dloss,
                                               const T* counted, T* dx, int64_t cols, int64_t ignore_index) {
   const int64_t offset = blockIdx.x * cols, label = labels[blockIdx.x];
+  const bool counts = label != ignore_index && 0 <= label && label < cols;  // as the forward counted it
   const T row_lse = lse[blockIdx.x], grad_scale = *dloss / *counted;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     const T onehot = j == label ? T(1) : T(0);
-    dx[offset + j] = label == ignore_index ? T(0) : (exp(x[offset + j] - row_lse) - onehot) * grad_scale;
+    dx[offset + j] = counts ? (exp(x[offset + j] - row_lse) - onehot) * grad_scale : T(0);
   }
 }
 
