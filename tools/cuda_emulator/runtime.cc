@@ -140,15 +140,6 @@ cudaError_t cudaHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned
   return cudaSuccess;
 }
 
-cudaError_t cudaFreeHost(void* ptr) {
-  {
-    std::lock_guard<std::mutex> lock(cuda_emulator::mutex);
-    cuda_emulator::buffers.erase(static_cast<const char*>(ptr));
-  }
-  ::operator delete(ptr, cuda_emulator::kAlignment);
-  return cudaSuccess;
-}
-
 cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
   if (bytes == 0) return cudaSuccess;
   if (!on_device(ptr, bytes)) return result(cudaErrorInvalidValue);

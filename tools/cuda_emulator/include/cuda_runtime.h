@@ -52,7 +52,6 @@ cudaError_t cudaMemset(void* ptr, int value, size_t bytes);
 constexpr unsigned cudaHostAllocMapped = 2;
 cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned flags);
 cudaError_t cudaHostGetDevicePointer(void** device_ptr, void* host_ptr, unsigned flags);
-cudaError_t cudaFreeHost(void* ptr);
 // The old value of *address, replaced by value when it equaled compare (the emulator's threads are
 // fibers on one OS thread, so no other thread runs in between).
 inline int atomicCAS(int* address, int compare, int value) {
