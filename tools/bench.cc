@@ -469,9 +469,11 @@ struct AgainstLimits {
   // mlp_block: GEMM FLOP/s over (peak x threads), fused and for the GEMMs alone, and the share of
   // the fused forward + backward outside the GEMMs (1 - GEMMs alone / fused).
   std::optional<double> fraction_of_peak, gemms_fraction_of_peak, outside_gemms_fraction;
-  // norm_block: minimum bytes per pass and their rate over the copy bandwidth. The backward's time
-  // is forward + backward less forward, so it includes the loss's sum and its grad.
-  std::optional<double> forward_bytes, backward_bytes, forward_fraction_of_memory, backward_fraction_of_memory;
+  // norm_block: minimum bytes per pass and their rate over the copy bandwidth, for forward, backward
+  // and the two together. The backward's time is forward + backward less forward, so it includes
+  // the loss's sum and its grad.
+  std::optional<double> forward_bytes, backward_bytes, forward_fraction_of_memory, backward_fraction_of_memory,
+      fwd_bwd_fraction_of_memory;
 };
 
 AgainstLimits against_limits(const Result& r, const Limits& limits) {
@@ -486,12 +488,22 @@ AgainstLimits against_limits(const Result& r, const Limits& limits) {
     const double tensor = double(r.tokens * r.hidden) * double(r.element_bytes);
     a.forward_bytes = kNormBlockForwardTensors * tensor, a.backward_bytes = kNormBlockBackwardTensors * tensor;
     const double backward_ms = r.fused_fwd_bwd.median - r.fused_fwd.median;
-    a.forward_fraction_of_memory = *a.forward_bytes / (r.fused_fwd.median * 1e6) / *limits.memory_gbps;
+    auto share = [&](double bytes, double ms) { return bytes / (ms * 1e6) / *limits.memory_gbps; };
+    a.forward_fraction_of_memory = share(*a.forward_bytes, r.fused_fwd.median);
+    a.fwd_bwd_fraction_of_memory = share(*a.forward_bytes + *a.backward_bytes, r.fused_fwd_bwd.median);
     if (backward_ms > 0) {  // timing noise can leave fwd+bwd at or below fwd
-      a.backward_fraction_of_memory = *a.backward_bytes / (backward_ms * 1e6) / *limits.memory_gbps;
+      a.backward_fraction_of_memory = share(*a.backward_bytes, backward_ms);
     }
   }
   return a;
+}
+
+// "48%", or "-" where the share was not measured.
+std::string percent(std::optional<double> share) {
+  if (!share) return "-";
+  char text[16];
+  std::snprintf(text, sizeof(text), "%.0f%%", 100 * *share);
+  return text;
 }
 
 void print_against_limits(const Result& r, const Limits& limits) {
@@ -504,10 +516,10 @@ void print_against_limits(const Result& r, const Limits& limits) {
   }
   if (a.forward_bytes) {
     std::printf("%s %lldx%lld: fused forward moves at least %.1f MB at %.0f%% of the copy bandwidth (%.1f GB/s), "
-                "backward %.1f MB at %.0f%%\n",
+                "backward %.1f MB at %s, forward + backward %.0f%%\n",
                 r.model.c_str(), (long long)r.tokens, (long long)r.hidden, *a.forward_bytes / 1e6,
                 100 * *a.forward_fraction_of_memory, *limits.memory_gbps, *a.backward_bytes / 1e6,
-                100 * *a.backward_fraction_of_memory);
+                percent(a.backward_fraction_of_memory).c_str(), 100 * *a.fwd_bwd_fraction_of_memory);
   }
 }
 
@@ -580,6 +592,7 @@ void write_json(const std::string& path, const std::vector<Result>& results, con
         << ", \"forward_bytes\": " << json_number(a.forward_bytes) << ", \"backward_bytes\": " << json_number(a.backward_bytes)
         << ", \"forward_fraction_of_memory\": " << json_number(a.forward_fraction_of_memory)
         << ", \"backward_fraction_of_memory\": " << json_number(a.backward_fraction_of_memory)
+        << ", \"fwd_bwd_fraction_of_memory\": " << json_number(a.fwd_bwd_fraction_of_memory)
         << ", \"fused_step_ms\": " << json_number(step_median(r.fused_step))
         << ", \"unfused_step_ms\": " << json_number(step_median(r.unfused_step))
         << ", \"micro_batches\": " << json_number(r.fused_step ? std::optional<double>(r.micro_batches) : std::nullopt);

@@ -39,6 +39,7 @@ assert norm["memory_copy_gbps"] > 0 and norm["fma_peak_gflops"] is None, norm
 assert norm["forward_bytes"] == 4 * tensor and norm["backward_bytes"] == 3 * tensor, norm
 share(norm, "forward_fraction_of_memory")
 share(norm, "backward_fraction_of_memory")
+share(norm, "fwd_bwd_fraction_of_memory")
 
 [rms] = json.load(open(f"{d}/rmsnorm.json"))
 assert rms["memory_copy_gbps"] > 0, rms
