@@ -1,7 +1,8 @@
 // The FlashAttention fusion: it fires on AttentionScores, Softmax, [Dropout], AttentionValues in
 // both passes; fused and unfused agree on the output and every grad (float64 to 1e-10, float32 to
 // 1e-5), causal and not, for sequence lengths that are not tile multiples, T = 1 and one head, in
-// eval and in training with dropout; bfloat16 follows float32; and it never holds the [B, H, T, T] scores.
+// eval and in training with dropout, and with qkv also returned (its own grad added); bfloat16
+// follows float32; and it never holds the [B, H, T, T] scores.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -65,6 +66,29 @@ TEST(FlashAttention, MatchesUnfusedOnOutputAndGrads) {
         expect_fused_matches_unfused(a, dtype, training, 0.25);
       }
     }
+  }
+}
+
+// qkv also comes back to the caller, so the loss gives it a grad of its own, which the fused
+// backward adds to the attention's (dqkv_out in kernels/flash_attention.h).
+TEST(FlashAttention, MatchesUnfusedWhenQkvIsAlsoReturned) {
+  auto qkv_returned = [] {
+    auto scores = std::make_shared<AttentionScores>(2, true);
+    auto values = std::make_shared<AttentionValues>(2);
+    scores->set_extra_output_channel(0, "qkv", /*to_caller=*/true);
+    values->set_extra_input_channel(0, "qkv");
+    return Sequential({scores, std::make_shared<Softmax>(), values});
+  };
+  for (DType dtype : {DType::Float64, DType::Float32}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    Sequential fused = qkv_returned(), unfused = qkv_returned();
+    fused.to(dtype);
+    unfused.to(dtype).set_fusion_enabled(false);
+    ASSERT_NE(fused.describe().find("FlashAttention"), std::string::npos) << fused.describe();
+    const Tensor qkv = random_tensor({2, 70, 3 * 2 * 5}, dtype, 3);
+    const RunResult f = run_with_backward(fused, qkv, {}), u = run_with_backward(unfused, qkv, {});
+    ASSERT_EQ(f.outputs.size(), 2u);  // y and qkv
+    testing::expect_runs_match(f, u, dtype == DType::Float64 ? 1e-10 : 1e-5, dtype == DType::Float64 ? 1e-12 : 1e-5);
   }
 }
 

@@ -1,5 +1,6 @@
 // The CPU bodies of kernels/flash_attention.h, on tiles of 64 queries by 64 keys whose products
-// are OpenBLAS GEMMs in compute_t<T> (bfloat16 heads are widened to float32 once per job). The
+// are OpenBLAS GEMMs in compute_t<T> on the head's rows where they lie (bfloat16 heads are widened
+// to float32 once per job). The
 // forward runs one job per (batch, head, query tile) in parallel; the backward one job per
 // (batch, head), its tiles in a fixed order, so every sum is deterministic at any thread count.
 #include "kernels/flash_attention.h"
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/activation_math.h"
@@ -19,12 +21,29 @@ namespace {
 
 constexpr int64_t kTile = 64;  // queries and keys per tile
 
-// Rows [from, to) of one head's q, k, v or y (rows of `ld` elements, the head at column 0 of
-// `x`), widened into a contiguous [to - from, d] buffer.
+// Rows of one head's q, k, v, y or dy in compute_t<T>: row i at data + i * ld.
+template <class C>
+struct HeadRows {
+  const C* data;
+  int64_t ld;
+  const C* row(int64_t i) const { return data + i * ld; }
+};
+
+// Rows [from, to) of a head (rows of `ld` elements, the head at column 0 of `x`), renumbered from
+// 0: the rows where they lie when T is already C, else widened into `buffer` as [to - from, d].
 template <class C, class T>
-void widen_rows(const T* x, int64_t ld, int64_t from, int64_t to, int64_t d, C* out) {
-  for (int64_t i = from; i < to; ++i) {
-    for (int64_t e = 0; e < d; ++e) out[(i - from) * d + e] = C(x[i * ld + e]);
+HeadRows<C> head_rows(const T* x, int64_t ld, int64_t from, int64_t to, int64_t d, std::vector<C>& buffer) {
+  if constexpr (std::is_same_v<C, T>) {
+    return {x + from * ld, ld};
+  } else {
+    buffer.resize(size_t((to - from) * d));
+    for (int64_t i = from; i < to; ++i) {
+      C* out = buffer.data() + (i - from) * d;
+      const T* in = x + i * ld;
+#pragma omp simd
+      for (int64_t e = 0; e < d; ++e) out[e] = C(in[e]);
+    }
+    return {buffer.data(), d};
   }
 }
 
@@ -58,14 +77,13 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
     const int64_t b = job / (s.heads * tiles), h = job / tiles % s.heads;
     const int64_t i0 = job % tiles * kTile, i1 = std::min(t, i0 + kTile), rows = i1 - i0;
     const T* q = qkv + s.qkv_at(b, h);
-    std::vector<C> qi(size_t(rows * d)), kj(size_t(kTile * d)), vj(size_t(kTile * d)), p(size_t(rows * kTile));
+    std::vector<C> q_buffer, k_buffer, v_buffer, p(size_t(rows * kTile));
     std::vector<C> o(size_t(rows * d), C(0)), m(size_t(rows), -std::numeric_limits<C>::infinity()), l(size_t(rows), C(0));
-    widen_rows(q, ld, i0, i1, d, qi.data());
+    const HeadRows<C> qi = head_rows(q, ld, i0, i1, d, q_buffer);
     for (int64_t j0 = 0; j0 < (causal ? i1 : t); j0 += kTile) {  // causal: later key tiles skipped
       const int64_t j1 = std::min(t, j0 + kTile), cols = j1 - j0;
-      widen_rows(q + c, ld, j0, j1, d, kj.data());
-      widen_rows(q + 2 * c, ld, j0, j1, d, vj.data());
-      cpu::gemm<C>(false, true, rows, cols, d, scale, qi.data(), d, kj.data(), d, C(0), p.data(), cols);  // s
+      const HeadRows<C> kj = head_rows(q + c, ld, j0, j1, d, k_buffer), vj = head_rows(q + 2 * c, ld, j0, j1, d, v_buffer);
+      cpu::gemm<C>(false, true, rows, cols, d, scale, qi.data, qi.ld, kj.data, kj.ld, C(0), p.data(), cols);  // s
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r, live = live_keys(causal, i, j0, cols);
         C* pr = p.data() + r * cols;
@@ -85,7 +103,7 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
         m[size_t(r)] = m_new;
         for (int64_t e = 0; e < d; ++e) o[size_t(r * d + e)] *= correction;
       }
-      cpu::gemm<C>(false, false, rows, d, cols, C(1), p.data(), cols, vj.data(), d, C(1), o.data(), d);  // o += p v
+      cpu::gemm<C>(false, false, rows, d, cols, C(1), p.data(), cols, vj.data, vj.ld, C(1), o.data(), d);  // o += p v
     }
     for (int64_t r = 0; r < rows; ++r) {
       T* y_i = y + s.output_at(b, h) + (i0 + r) * c;
@@ -105,16 +123,17 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
     const int64_t b = job / s.heads, h = job % s.heads;
     const T* q = qkv + s.qkv_at(b, h);
     const size_t head = size_t(t * d);
-    std::vector<C> qc(head), kc(head), vc(head), dyc(head), yc(head), dq(head, C(0)), dk(head, C(0)), dv(head, C(0));
-    widen_rows(q, ld, 0, t, d, qc.data());
-    widen_rows(q + c, ld, 0, t, d, kc.data());
-    widen_rows(q + 2 * c, ld, 0, t, d, vc.data());
-    widen_rows(dy + s.output_at(b, h), c, 0, t, d, dyc.data());
-    widen_rows(y + s.output_at(b, h), c, 0, t, d, yc.data());
+    std::vector<C> buffers[5], dq(head, C(0)), dk(head, C(0)), dv(head, C(0));
+    const HeadRows<C> qc = head_rows(q, ld, 0, t, d, buffers[0]), kc = head_rows(q + c, ld, 0, t, d, buffers[1]),
+                      vc = head_rows(q + 2 * c, ld, 0, t, d, buffers[2]),
+                      dyc = head_rows(dy + s.output_at(b, h), c, 0, t, d, buffers[3]),
+                      yc = head_rows(y + s.output_at(b, h), c, 0, t, d, buffers[4]);
     std::vector<C> big_d(static_cast<size_t>(t));  // D_i = dy_i . y_i
     for (int64_t i = 0; i < t; ++i) {
+      const C *dy_i = dyc.row(i), *y_i = yc.row(i);
       C sum = 0;
-      for (int64_t e = 0; e < d; ++e) sum += dyc[size_t(i * d + e)] * yc[size_t(i * d + e)];
+#pragma omp simd reduction(+ : sum)
+      for (int64_t e = 0; e < d; ++e) sum += dy_i[e] * y_i[e];
       big_d[size_t(i)] = sum;
     }
     std::vector<C> p(size_t(kTile * kTile)), dp(size_t(kTile * kTile));
@@ -122,10 +141,9 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
       const int64_t j1 = std::min(t, j0 + kTile), cols = j1 - j0;
       for (int64_t i0 = causal ? j0 / kTile * kTile : 0; i0 < t; i0 += kTile) {  // causal: earlier query tiles see none
         const int64_t i1 = std::min(t, i0 + kTile), rows = i1 - i0;
-        const C* qi = qc.data() + i0 * d;
-        const C* dyi = dyc.data() + i0 * d;
-        cpu::gemm<C>(false, true, rows, cols, d, scale, qi, d, kc.data() + j0 * d, d, C(0), p.data(), cols);    // s
-        cpu::gemm<C>(false, true, rows, cols, d, C(1), dyi, d, vc.data() + j0 * d, d, C(0), dp.data(), cols);  // dy v^T
+        const C *qi = qc.row(i0), *dyi = dyc.row(i0), *kj = kc.row(j0), *vj = vc.row(j0);
+        cpu::gemm<C>(false, true, rows, cols, d, scale, qi, qc.ld, kj, kc.ld, C(0), p.data(), cols);    // s
+        cpu::gemm<C>(false, true, rows, cols, d, C(1), dyi, dyc.ld, vj, vc.ld, C(0), dp.data(), cols);  // dy v^T
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t i = i0 + r, live = live_keys(causal, i, j0, cols);
           const C lse_i = lse[(b * s.heads + h) * t + i], d_i = big_d[size_t(i)];
@@ -146,10 +164,9 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
             }
           }
         }
-        cpu::gemm<C>(true, false, cols, d, rows, C(1), p.data(), cols, dyi, d, C(1), dv.data() + j0 * d, d);    // dv += pz^T dy
-        cpu::gemm<C>(true, false, cols, d, rows, scale, dp.data(), cols, qi, d, C(1), dk.data() + j0 * d, d);   // dk += ds^T q
-        cpu::gemm<C>(false, false, rows, d, cols, scale, dp.data(), cols, kc.data() + j0 * d, d, C(1), dq.data() + i0 * d,
-                     d);                                                                                         // dq += ds k
+        cpu::gemm<C>(true, false, cols, d, rows, C(1), p.data(), cols, dyi, dyc.ld, C(1), dv.data() + j0 * d, d);  // dv += pz^T dy
+        cpu::gemm<C>(true, false, cols, d, rows, scale, dp.data(), cols, qi, qc.ld, C(1), dk.data() + j0 * d, d);  // dk += ds^T q
+        cpu::gemm<C>(false, false, rows, d, cols, scale, dp.data(), cols, kj, kc.ld, C(1), dq.data() + i0 * d, d);  // dq += ds k
       }
     }
     // dqkv = dqkv_out + [dq | dk | dv] in this head's columns.
@@ -157,7 +174,15 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
       for (int64_t part = 0; part < 3; ++part) {
         const C* grad = (part == 0 ? dq : part == 1 ? dk : dv).data() + i * d;
         const int64_t at = s.qkv_at(b, h) + i * ld + part * c;
-        for (int64_t e = 0; e < d; ++e) dqkv[at + e] = T((dqkv_out ? C(dqkv_out[at + e]) : C(0)) + grad[e]);
+        T* out = dqkv + at;
+        if (dqkv_out) {
+          const T* passed_on = dqkv_out + at;
+#pragma omp simd
+          for (int64_t e = 0; e < d; ++e) out[e] = T(C(passed_on[e]) + grad[e]);
+        } else {
+#pragma omp simd
+          for (int64_t e = 0; e < d; ++e) out[e] = T(grad[e]);
+        }
       }
     }
   }
