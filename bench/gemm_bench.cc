@@ -90,8 +90,8 @@ BENCHMARK(BM_MlpBlockGemms)
     ->Args({4096, 1024})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-BENCHMARK(BM_Sgemm)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_CblasSgemmDirect)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Sgemm)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_CblasSgemmDirect)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace fuselab

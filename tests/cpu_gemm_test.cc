@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -28,8 +29,9 @@ struct Problem {
   int64_t ldb() const { return transpose_b ? k : n; }
 };
 
+// The last is larger than kSmallGemm, so float32 gemm() calls meet both libraries under oneDNN.
 const Problem kProblems[] = {{false, true, 33, 20, 17}, {true, false, 17, 33, 20}, {false, false, 5, 7, 3},
-                             {true, true, 16, 16, 64}};
+                             {true, true, 16, 16, 64},  {false, true, 70, 65, 33}};
 
 template <class T>
 std::vector<T> random_values(int64_t count, uint32_t seed) {
@@ -241,6 +243,14 @@ TEST_P(CpuGemmTest, MatmulAddsIntoItsOutputInBFloat16) { check_matmul_into_its_o
 
 TEST_P(CpuGemmTest, Float32RunsOnTheChosenLibrary) { check_library<float>(); }
 TEST_P(CpuGemmTest, BFloat16RunsOnOneDnnWhereItHasAvx512) { check_library<bfloat16>(); }
+TEST_P(CpuGemmTest, SmallFloat32GemmsRunOnOpenBlas) {
+  EXPECT_EQ(gemm_library<float>(64, 64, 32), CpuGemm::OpenBlas);
+  EXPECT_EQ(gemm_library<float>(1, 1, 1), CpuGemm::OpenBlas);
+  EXPECT_EQ(gemm_library<float>(64, 64, 33), cpu_gemm<float>());
+  const Problem& largest = kProblems[std::size(kProblems) - 1];
+  EXPECT_EQ(gemm_library<float>(largest.m, largest.n, largest.k), cpu_gemm<float>());
+  EXPECT_EQ(gemm_library<bfloat16>(1, 1, 1), cpu_gemm<bfloat16>());  // OpenBLAS would widen it first
+}
 TEST_P(CpuGemmTest, Float64StaysOnOpenBlas) { EXPECT_EQ(cpu_gemm<double>(), CpuGemm::OpenBlas); }
 
 INSTANTIATE_TEST_SUITE_P(Libraries, CpuGemmTest, ::testing::Values(CpuGemm::OpenBlas, CpuGemm::Onednn),

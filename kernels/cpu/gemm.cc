@@ -95,6 +95,12 @@ CpuGemm cpu_gemm() {
   }
 }
 
+template <class T>
+CpuGemm gemm_library(int64_t m, int64_t n, int64_t k) {
+  if (std::is_same_v<T, float> && m * n * k <= kSmallGemm) return CpuGemm::OpenBlas;
+  return cpu_gemm<T>();
+}
+
 void set_cpu_gemm(std::optional<CpuGemm> backend) { chosen_gemm() = backend ? backend : gemm_from_environment(); }
 
 std::string cpu_gemm_description() {
@@ -108,7 +114,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a
           int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   if constexpr (!std::is_same_v<T, double>) {
-    if (cpu_gemm<T>() == CpuGemm::Onednn &&
+    if (gemm_library<T>(m, n, k) == CpuGemm::Onednn &&
         onednn_matmul<T>({ta, tb, m, n, k, float(alpha), float(beta), a, lda, b, ldb, nullptr, nullptr,
                           Activation::None, c, ldc})) {
       return;
@@ -137,6 +143,7 @@ bool gemm_with_epilogue(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
 
 #define FUSELAB_INSTANTIATE(T)                                                                                    \
   template CpuGemm cpu_gemm<T>();                                                                                 \
+  template CpuGemm gemm_library<T>(int64_t, int64_t, int64_t);                                                    \
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*,  \
                         int64_t);                                                                                 \
   template bool gemm_with_epilogue<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, \

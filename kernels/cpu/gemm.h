@@ -11,7 +11,8 @@
 // it), where OpenBLAS has no bfloat16 GEMM and widens both operands to float32 first. Measured in
 // bench/RESULTS.md ("oneDNN as the CPU GEMM"). float64 always runs on OpenBLAS: oneDNN's CPU
 // matmul has no float64. Where oneDNN has no fast implementation (bfloat16 on a CPU without
-// AVX-512, or one call's shape), OpenBLAS runs it. The same choice governs float32 convolutions:
+// AVX-512, or one call's shape), OpenBLAS runs it; so do float32 GEMMs too small for oneDNN's fixed
+// cost per call (gemm_library). The same choice governs float32 convolutions:
 // oneDNN's (kernels/cpu/onednn_conv.h) for the geometries where it is faster, or im2col + GEMM
 // (kernels/cpu/conv2d.cc).
 #pragma once
@@ -31,6 +32,15 @@ enum class CpuGemm { OpenBlas, Onednn };
 // neither "openblas" nor "onednn".
 template <class T>
 CpuGemm cpu_gemm();
+
+// Float32 GEMMs of at most this many multiply-adds, such as FlashAttention's 64 x 64 x 32 tiles,
+// run on OpenBLAS: a oneDNN call costs about 1.7 us before it multiplies (its memory objects and
+// argument map), more than all of a 32^3 GEMM on OpenBLAS (0.8 us; bench/RESULTS.md).
+constexpr int64_t kSmallGemm = 64 * 64 * 32;
+
+// The library one gemm() of [m, k] x [k, n] runs on: cpu_gemm<T>(), or OpenBLAS for a small float32 one.
+template <class T>
+CpuGemm gemm_library(int64_t m, int64_t n, int64_t k);
 
 // Overrides FUSELAB_CPU_GEMM for float32 and bfloat16, as tests do; nullopt restores it.
 void set_cpu_gemm(std::optional<CpuGemm> backend);
