@@ -1,8 +1,8 @@
 // The CPU bodies of kernels/flash_attention.h, on tiles of 64 queries by 64 keys whose products
-// are OpenBLAS GEMMs in compute_t<T> on the head's rows where they lie (bfloat16 heads are widened
-// to float32 once per job). The
-// forward runs one job per (batch, head, query tile) in parallel; the backward one job per
-// (batch, head), its tiles in a fixed order, so every sum is deterministic at any thread count.
+// are GEMMs in compute_t<T> (kernels/cpu/gemm.h) on the head's rows where they lie (bfloat16 heads
+// are widened to float32 once per job). The forward runs one job per (batch, head, query tile) in
+// parallel; the backward one job per (batch, head), its tiles in a fixed order, so every sum is
+// deterministic at any thread count.
 #include "kernels/flash_attention.h"
 
 #include <algorithm>
@@ -82,7 +82,8 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
     const HeadRows<C> qi = head_rows(q, ld, i0, i1, d, q_buffer);
     for (int64_t j0 = 0; j0 < (causal ? i1 : t); j0 += kTile) {  // causal: later key tiles skipped
       const int64_t j1 = std::min(t, j0 + kTile), cols = j1 - j0;
-      const HeadRows<C> kj = head_rows(q + c, ld, j0, j1, d, k_buffer), vj = head_rows(q + 2 * c, ld, j0, j1, d, v_buffer);
+      const HeadRows<C> kj = head_rows(q + c, ld, j0, j1, d, k_buffer),
+                        vj = head_rows(q + 2 * c, ld, j0, j1, d, v_buffer);
       cpu::gemm<C>(false, true, rows, cols, d, scale, qi.data, qi.ld, kj.data, kj.ld, C(0), p.data(), cols);  // s
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r, live = live_keys(causal, i, j0, cols);
@@ -164,9 +165,10 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
             }
           }
         }
-        cpu::gemm<C>(true, false, cols, d, rows, C(1), p.data(), cols, dyi, dyc.ld, C(1), dv.data() + j0 * d, d);  // dv += pz^T dy
-        cpu::gemm<C>(true, false, cols, d, rows, scale, dp.data(), cols, qi, qc.ld, C(1), dk.data() + j0 * d, d);  // dk += ds^T q
-        cpu::gemm<C>(false, false, rows, d, cols, scale, dp.data(), cols, kj, kc.ld, C(1), dq.data() + i0 * d, d);  // dq += ds k
+        C *dv_j = dv.data() + j0 * d, *dk_j = dk.data() + j0 * d, *dq_i = dq.data() + i0 * d;
+        cpu::gemm<C>(true, false, cols, d, rows, C(1), p.data(), cols, dyi, dyc.ld, C(1), dv_j, d);   // dv += pz^T dy
+        cpu::gemm<C>(true, false, cols, d, rows, scale, dp.data(), cols, qi, qc.ld, C(1), dk_j, d);   // dk += ds^T q
+        cpu::gemm<C>(false, false, rows, d, cols, scale, dp.data(), cols, kj, kc.ld, C(1), dq_i, d);  // dq += ds k
       }
     }
     // dqkv = dqkv_out + [dq | dk | dv] in this head's columns.
