@@ -1,6 +1,8 @@
 // GEMM rate (GFLOP/s) of kernels::cpu::gemm, which FuseLab's Linear ops call, beside OpenBLAS's
-// cblas_sgemm called directly, for square float32 matrices; and a weight grad accumulated into an
-// existing grad, by a GEMM and an add pass against one GEMM with beta = 1 (oneDNN's sum post-op).
+// cblas_sgemm called directly, for square float32 matrices; oneDNN against OpenBLAS, each called
+// directly, on FlashAttention's tile products (where gemm_library's size rule comes from); and a
+// weight grad accumulated into an existing grad, by a GEMM and an add pass against one GEMM with
+// beta = 1 (oneDNN's sum post-op).
 //
 //   bazel run -c opt //bench:gemm_bench -- --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
@@ -8,6 +10,7 @@
 #include <cblas.h>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/onednn.h"
 #include "kernels/cpu/openblas.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
@@ -35,6 +38,30 @@ void BM_CblasSgemmDirect(benchmark::State& state) {
   run_sgemm(state, [](int n, const float* a, const float* b, float* c) {
     kernels::cpu::openblas().sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
   });
+}
+
+// One product of FlashAttention's CPU kernel on a head's rows where they lie (leading dimension
+// 3C = 3 x 4 heads x d): s = q k^T, [64, d] x [d, 64], at head size d = range(0); range(1) 0 runs
+// it on OpenBLAS, 1 on oneDNN.
+void BM_AttentionTileProduct(benchmark::State& state) {
+  const int64_t d = state.range(0), ld = 3 * 4 * d, tile = 64;
+  const bool onednn = state.range(1) == 1;
+  const Tensor q = randn({tile, ld}), k = randn({tile, ld});
+  Tensor s = empty({tile, tile});
+  const float *qp = q.data<float>(), *kp = k.data<float>();
+  float* sp = s.data<float>();
+  for (auto _ : state) {
+    if (onednn) {
+      const bool ran = kernels::cpu::onednn_matmul<float>(
+          {false, true, tile, tile, d, 1.f, 0.f, qp, ld, kp, ld, nullptr, nullptr, kernels::Activation::None, sp, tile});
+      if (!ran) return state.SkipWithError("oneDNN has no fast matmul for this shape");
+    } else {
+      kernels::cpu::openblas().sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(tile), int(tile), int(d), 1.0f, qp,
+                                     int(ld), kp, int(ld), 0.0f, sp, int(tile));
+    }
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * tile * tile * d, benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
 }
 
 // The six GEMMs of one mlp_block forward + backward (//tools:bench), as its Linear ops call them,
@@ -82,6 +109,11 @@ BENCHMARK(BM_WeightGradAccumulation)
     ->ArgNames({"rows", "in", "out", "in_gemm"})
     ->ArgsProduct({{128}, {1024}, {1024}, {0, 1}})
     ->ArgsProduct({{128}, {784}, {1024}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_AttentionTileProduct)
+    ->ArgNames({"d", "onednn"})
+    ->ArgsProduct({{16, 32, 48, 64, 128}, {0, 1}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK(BM_MlpBlockGemms)

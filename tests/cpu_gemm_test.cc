@@ -29,9 +29,11 @@ struct Problem {
   int64_t ldb() const { return transpose_b ? k : n; }
 };
 
-// The last is larger than kSmallGemm, so float32 gemm() calls meet both libraries under oneDNN.
+// The last four are larger than kSmallGemm, so float32 gemm() calls meet both libraries under
+// oneDNN, in every transpose pair.
 const Problem kProblems[] = {{false, true, 33, 20, 17}, {true, false, 17, 33, 20}, {false, false, 5, 7, 3},
-                             {true, true, 16, 16, 64},  {false, true, 70, 65, 33}};
+                             {true, true, 16, 16, 64},  {false, true, 70, 65, 33}, {true, false, 65, 33, 70},
+                             {false, false, 33, 70, 65}, {true, true, 70, 33, 65}};
 
 template <class T>
 std::vector<T> random_values(int64_t count, uint32_t seed) {
@@ -247,8 +249,10 @@ TEST_P(CpuGemmTest, SmallFloat32GemmsRunOnOpenBlas) {
   EXPECT_EQ(gemm_library<float>(64, 64, 32), CpuGemm::OpenBlas);
   EXPECT_EQ(gemm_library<float>(1, 1, 1), CpuGemm::OpenBlas);
   EXPECT_EQ(gemm_library<float>(64, 64, 33), cpu_gemm<float>());
-  const Problem& largest = kProblems[std::size(kProblems) - 1];
-  EXPECT_EQ(gemm_library<float>(largest.m, largest.n, largest.k), cpu_gemm<float>());
+  for (size_t i = std::size(kProblems) - 4; i < std::size(kProblems); ++i) {
+    const Problem& p = kProblems[i];
+    EXPECT_EQ(gemm_library<float>(p.m, p.n, p.k), cpu_gemm<float>());
+  }
   EXPECT_EQ(gemm_library<bfloat16>(1, 1, 1), cpu_gemm<bfloat16>());  // OpenBLAS would widen it first
 }
 TEST_P(CpuGemmTest, Float64StaysOnOpenBlas) { EXPECT_EQ(cpu_gemm<double>(), CpuGemm::OpenBlas); }

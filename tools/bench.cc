@@ -515,11 +515,11 @@ void print_against_limits(const Result& r, const Limits& limits) {
                 *limits.fma_peak_gflops, int(*limits.threads), 100 * *a.gemms_fraction_of_peak, 100 * *a.outside_gemms_fraction);
   }
   if (a.forward_bytes) {
-    std::printf("%s %lldx%lld: fused forward moves at least %.1f MB at %.0f%% of the copy bandwidth (%.1f GB/s), "
-                "backward %.1f MB at %s, forward + backward %.0f%%\n",
+    std::printf("%s %lldx%lld: fused forward moves at least %.1f MB at %s of the copy bandwidth (%.1f GB/s), "
+                "backward %.1f MB at %s, forward + backward %s\n",
                 r.model.c_str(), (long long)r.tokens, (long long)r.hidden, *a.forward_bytes / 1e6,
-                100 * *a.forward_fraction_of_memory, *limits.memory_gbps, *a.backward_bytes / 1e6,
-                percent(a.backward_fraction_of_memory).c_str(), 100 * *a.fwd_bwd_fraction_of_memory);
+                percent(a.forward_fraction_of_memory).c_str(), *limits.memory_gbps, *a.backward_bytes / 1e6,
+                percent(a.backward_fraction_of_memory).c_str(), percent(a.fwd_bwd_fraction_of_memory).c_str());
   }
 }
 

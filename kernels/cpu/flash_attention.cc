@@ -1,6 +1,6 @@
 // The CPU bodies of kernels/flash_attention.h, on tiles of 64 queries by 64 keys whose products
-// are GEMMs in compute_t<T> (kernels/cpu/gemm.h) on the head's rows where they lie (bfloat16 heads
-// are widened to float32 once per job). The forward runs one job per (batch, head, query tile) in
+// are GEMMs in compute_t<T> (kernels/cpu/gemm.h) on the head's rows where they lie (bfloat16 rows
+// are widened to float32 first). The forward runs one job per (batch, head, query tile) in
 // parallel; the backward one job per (batch, head), its tiles in a fixed order, so every sum is
 // deterministic at any thread count.
 #include "kernels/flash_attention.h"

@@ -11,7 +11,7 @@
 // it), where OpenBLAS has no bfloat16 GEMM and widens both operands to float32 first. Measured in
 // bench/RESULTS.md ("oneDNN as the CPU GEMM"). float64 always runs on OpenBLAS: oneDNN's CPU
 // matmul has no float64. Where oneDNN has no fast implementation (bfloat16 on a CPU without
-// AVX-512, or one call's shape), OpenBLAS runs it; so do float32 GEMMs too small for oneDNN's fixed
+// AVX-512, or one call's shape), OpenBLAS runs it; so do plain float32 GEMMs too small for oneDNN's
 // cost per call (gemm_library). The same choice governs float32 convolutions:
 // oneDNN's (kernels/cpu/onednn_conv.h) for the geometries where it is faster, or im2col + GEMM
 // (kernels/cpu/conv2d.cc).
@@ -28,17 +28,20 @@ namespace fuselab::kernels::cpu {
 
 enum class CpuGemm { OpenBlas, Onednn };
 
-// The library that runs T's GEMMs on this CPU. Throws std::invalid_argument for a FUSELAB_CPU_GEMM that is
+// The library that runs T's GEMMs on this CPU (gemm_library refines it per gemm() call). Throws std::invalid_argument for a FUSELAB_CPU_GEMM that is
 // neither "openblas" nor "onednn".
 template <class T>
 CpuGemm cpu_gemm();
 
-// Float32 GEMMs of at most this many multiply-adds, such as FlashAttention's 64 x 64 x 32 tiles,
-// run on OpenBLAS: a oneDNN call costs about 1.7 us before it multiplies (its memory objects and
-// argument map), more than all of a 32^3 GEMM on OpenBLAS (0.8 us; bench/RESULTS.md).
+// Plain float32 gemm() calls of at most this many multiply-adds, such as FlashAttention's tile
+// products at head sizes up to 32, run on OpenBLAS: a oneDNN call costs about 1 us more before it
+// multiplies (its memory objects and argument map are built per call). FlashAttention's
+// 64 x 64 x 32 product: OpenBLAS 2.7 us, oneDNN 3.3; at 64 x 64 x 48 they tie, at 64 x 64 x 64
+// oneDNN is 1.12x faster (bench/gemm_bench.cc, BM_AttentionTileProduct; bench/RESULTS.md).
 constexpr int64_t kSmallGemm = 64 * 64 * 32;
 
-// The library one gemm() of [m, k] x [k, n] runs on: cpu_gemm<T>(), or OpenBLAS for a small float32 one.
+// The library one gemm() of [m, k] x [k, n] runs on: cpu_gemm<T>(), or OpenBLAS for a small
+// float32 one. gemm_with_epilogue keeps to cpu_gemm<T>(), whose oneDNN takes the epilogue.
 template <class T>
 CpuGemm gemm_library(int64_t m, int64_t n, int64_t k);
 
