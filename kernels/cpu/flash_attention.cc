@@ -91,6 +91,7 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
         std::fill(pr + live, pr + cols, C(0));
         if (live == 0) continue;  // this row sees none of the tile's keys
         C tile_max = -std::numeric_limits<C>::infinity();
+#pragma omp simd reduction(max : tile_max)
         for (int64_t jj = 0; jj < live; ++jj) tile_max = std::max(tile_max, pr[jj]);
         const C m_new = std::max(m[size_t(r)], tile_max), correction = exp_approx(m[size_t(r)] - m_new);
         C sum = 0;
@@ -102,13 +103,17 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
         apply_dropout(dropout, ((b * s.heads + h) * t + i) * t + j0, pr, live);
         l[size_t(r)] = l[size_t(r)] * correction + sum;
         m[size_t(r)] = m_new;
-        for (int64_t e = 0; e < d; ++e) o[size_t(r * d + e)] *= correction;
+        C* o_r = o.data() + r * d;
+#pragma omp simd
+        for (int64_t e = 0; e < d; ++e) o_r[e] *= correction;
       }
       cpu::gemm<C>(false, false, rows, d, cols, C(1), p.data(), cols, vj.data, vj.ld, C(1), o.data(), d);  // o += p v
     }
     for (int64_t r = 0; r < rows; ++r) {
       T* y_i = y + s.output_at(b, h) + (i0 + r) * c;
-      for (int64_t e = 0; e < d; ++e) y_i[e] = T(o[size_t(r * d + e)] / l[size_t(r)]);
+      const C *o_r = o.data() + r * d, l_r = l[size_t(r)];
+#pragma omp simd
+      for (int64_t e = 0; e < d; ++e) y_i[e] = T(o_r[e] / l_r);
       lse[(b * s.heads + h) * t + i0 + r] = m[size_t(r)] + std::log(l[size_t(r)]);
     }
   }
