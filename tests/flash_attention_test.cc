@@ -1,14 +1,15 @@
 // The FlashAttention fusion: it fires on AttentionScores, Softmax, [Dropout], AttentionValues in
 // both passes; fused and unfused agree on the output and every grad (float64 to 1e-10, float32 to
 // 1e-5), causal and not, for sequence lengths that are not tile multiples, T = 1 and one head, in
-// eval and in training with dropout, and with qkv also returned (its own grad added); bfloat16
-// follows float32; and it never holds the [B, H, T, T] scores.
+// eval and in training with dropout, and with qkv also returned (its own grad added), on either
+// instruction set; bfloat16 follows float32; and it never holds the [B, H, T, T] scores.
 #include <gtest/gtest.h>
 
 #include <memory>
 
 #include "autograd/functional.h"
 #include "fuser/sequential.h"
+#include "kernels/cpu/isa.h"
 #include "ops/basic/attention.h"
 #include "ops/basic/softmax.h"
 #include "tensor/allocator.h"
@@ -106,6 +107,20 @@ TEST(FlashAttention, MatchesUnfusedWhenTilesRunOnSeveralThreads) {
       expect_fused_matches_unfused(a, DType::Float32, training, 0.1);
     }
   }
+}
+
+// The kernel's rows are compiled for baseline x86-64 and for AVX-512 (kernels/cpu/isa.h): both
+// copies match the unfused ops.
+TEST(FlashAttention, MatchesUnfusedOnEitherInstructionSet) {
+  const bool was_enabled = kernels::cpu::use_avx512();  // FUSELAB_DISABLE_AVX512 holds for later tests
+  for (bool avx512 : {false, true}) {
+    kernels::cpu::set_avx512_enabled(avx512);
+    for (bool training : {false, true}) {
+      SCOPED_TRACE(std::string(avx512 ? "AVX-512 where the CPU has it" : "baseline") + (training ? " training" : ""));
+      expect_fused_matches_unfused({2, 70, 3, 5, true}, DType::Float32, training, 0.25);
+    }
+  }
+  kernels::cpu::set_avx512_enabled(was_enabled);
 }
 
 // In bfloat16 the unfused path rounds the probabilities to bfloat16 and the fused one keeps them in

@@ -9,10 +9,12 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/activation_math.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/dropout_mask.h"
 
@@ -58,6 +60,54 @@ int64_t live_keys(bool causal, int64_t i, int64_t j0, int64_t cols) {
   return causal ? std::clamp<int64_t>(i - j0 + 1, 0, cols) : cols;
 }
 
+// The rows' exponentials, most of the kernels' own work. Forward, one query row of a tile: s_j
+// becomes e^(s_j - m_new) over the live keys, where m_new = max(m, max_j s_j); returns m_new and
+// the sum of the exponentials.
+template <class C>
+[[gnu::always_inline]] inline std::pair<C, C> exponentiate_row(C* s, int64_t live, C m) {
+  C tile_max = -std::numeric_limits<C>::infinity();
+#pragma omp simd reduction(max : tile_max)
+  for (int64_t jj = 0; jj < live; ++jj) tile_max = std::max(tile_max, s[jj]);
+  const C m_new = std::max(m, tile_max);
+  C sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t jj = 0; jj < live; ++jj) {
+    s[jj] = exp_approx(s[jj] - m_new);
+    sum += s[jj];
+  }
+  return {m_new, sum};
+}
+
+// Backward, one query row of a tile: s_j becomes p_j = e^(s_j - lse) over the live keys, 0 beyond;
+// then, without dropout (`ds` not null), dp_j becomes ds_j = p_j (dp_j - D).
+template <class C>
+[[gnu::always_inline]] inline void probabilities_row(C* s, C* ds, int64_t live, int64_t cols, C lse, C big_d) {
+#pragma omp simd
+  for (int64_t jj = 0; jj < live; ++jj) s[jj] = exp_approx(s[jj] - lse);
+  std::fill(s + live, s + cols, C(0));
+  if (!ds) return;
+#pragma omp simd
+  for (int64_t jj = 0; jj < cols; ++jj) ds[jj] = s[jj] * (ds[jj] - big_d);
+}
+
+// Both rows compiled for baseline x86-64 and for AVX-512 (isa.h), one picked per kernel call.
+template <class C>
+std::pair<C, C> baseline_exponentiate_row(C* s, int64_t live, C m) {
+  return exponentiate_row(s, live, m);
+}
+template <class C>
+FUSELAB_TARGET_AVX512 std::pair<C, C> avx512_exponentiate_row(C* s, int64_t live, C m) {
+  return exponentiate_row(s, live, m);
+}
+template <class C>
+void baseline_probabilities_row(C* s, C* ds, int64_t live, int64_t cols, C lse, C big_d) {
+  probabilities_row(s, ds, live, cols, lse, big_d);
+}
+template <class C>
+FUSELAB_TARGET_AVX512 void avx512_probabilities_row(C* s, C* ds, int64_t live, int64_t cols, C lse, C big_d) {
+  probabilities_row(s, ds, live, cols, lse, big_d);
+}
+
 // p[jj] *= z_ij over a row of the tile.
 template <class C>
 void apply_dropout(const FlashDropout& dropout, int64_t flat, C* p, int64_t cols) {
@@ -72,6 +122,7 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
   const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row(), c = s.width();
   const int64_t tiles = (t + kTile - 1) / kTile, jobs = s.batch * s.heads * tiles;
+  const bool avx512 = cpu::use_avx512();
 #pragma omp parallel for schedule(dynamic) if (jobs > 1 && t * t * d > cpu::kParallelGrain)
   for (int64_t job = 0; job < jobs; ++job) {
     const int64_t b = job / (s.heads * tiles), h = job / tiles % s.heads;
@@ -90,16 +141,9 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
         C* pr = p.data() + r * cols;
         std::fill(pr + live, pr + cols, C(0));
         if (live == 0) continue;  // this row sees none of the tile's keys
-        C tile_max = -std::numeric_limits<C>::infinity();
-#pragma omp simd reduction(max : tile_max)
-        for (int64_t jj = 0; jj < live; ++jj) tile_max = std::max(tile_max, pr[jj]);
-        const C m_new = std::max(m[size_t(r)], tile_max), correction = exp_approx(m[size_t(r)] - m_new);
-        C sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t jj = 0; jj < live; ++jj) {
-          pr[jj] = exp_approx(pr[jj] - m_new);
-          sum += pr[jj];
-        }
+        const auto [m_new, sum] = avx512 ? avx512_exponentiate_row(pr, live, m[size_t(r)])
+                                         : baseline_exponentiate_row(pr, live, m[size_t(r)]);
+        const C correction = exp_approx(m[size_t(r)] - m_new);
         apply_dropout(dropout, ((b * s.heads + h) * t + i) * t + j0, pr, live);
         l[size_t(r)] = l[size_t(r)] * correction + sum;
         m[size_t(r)] = m_new;
@@ -124,6 +168,7 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
   const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row(), c = s.width();
   const int64_t jobs = s.batch * s.heads;
+  const bool avx512 = cpu::use_avx512();
 #pragma omp parallel for schedule(dynamic) if (jobs > 1 && t * t * d > cpu::kParallelGrain)
   for (int64_t job = 0; job < jobs; ++job) {
     const int64_t b = job / s.heads, h = job % s.heads;
@@ -155,13 +200,13 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
           const C lse_i = lse[(b * s.heads + h) * t + i], d_i = big_d[size_t(i)];
           C* pr = p.data() + r * cols;  // s, then p, then p z (the dropped probabilities)
           C* dsr = dp.data() + r * cols;  // dy v^T, then ds
-#pragma omp simd
-          for (int64_t jj = 0; jj < live; ++jj) pr[jj] = exp_approx(pr[jj] - lse_i);
-          std::fill(pr + live, pr + cols, C(0));
-          if (dropout.p == 0) {
-#pragma omp simd
-            for (int64_t jj = 0; jj < cols; ++jj) dsr[jj] = pr[jj] * (dsr[jj] - d_i);
+          C* ds_now = dropout.p == 0 ? dsr : nullptr;  // with dropout, ds needs z: below
+          if (avx512) {
+            avx512_probabilities_row(pr, ds_now, live, cols, lse_i, d_i);
           } else {
+            baseline_probabilities_row(pr, ds_now, live, cols, lse_i, d_i);
+          }
+          if (dropout.p > 0) {
             const int64_t flat = ((b * s.heads + h) * t + i) * t + j0;
             for (int64_t jj = 0; jj < cols; ++jj) {
               const C z = keep<C>(dropout, flat + jj);
