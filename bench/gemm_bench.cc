@@ -52,8 +52,8 @@ void BM_AttentionTileProduct(benchmark::State& state) {
   float* sp = s.data<float>();
   for (auto _ : state) {
     if (onednn) {
-      const bool ran = kernels::cpu::onednn_matmul<float>(
-          {false, true, tile, tile, d, 1.f, 0.f, qp, ld, kp, ld, nullptr, nullptr, kernels::Activation::None, sp, tile});
+      const bool ran = kernels::cpu::onednn_matmul<float>({false, true, tile, tile, d, 1.f, 0.f, qp, ld, kp, ld,
+                                                           nullptr, nullptr, kernels::Activation::None, sp, tile});
       if (!ran) return state.SkipWithError("oneDNN has no fast matmul for this shape");
     } else {
       kernels::cpu::openblas().sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(tile), int(tile), int(d), 1.0f, qp,
@@ -122,8 +122,24 @@ BENCHMARK(BM_MlpBlockGemms)
     ->Args({4096, 1024})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
-BENCHMARK(BM_Sgemm)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_CblasSgemmDirect)->Arg(32)->Arg(64)->Arg(128)->Arg(256)->Arg(1024)->Arg(2048)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_Sgemm)
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(128)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_CblasSgemmDirect)
+    ->Arg(32)
+    ->Arg(64)
+    ->Arg(128)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace fuselab

@@ -13,9 +13,10 @@
 // and one activation pass). Otherwise (float64, FUSELAB_CPU_GEMM=openblas, other geometries) it
 // runs im2col and one GEMM per image, with its col buffer in scratch; the fused forward applies
 // each image's bias and activation right after its GEMM, while the output is in cache. CUDA
-// (kernels/cuda/conv2d.cu) calls cuDNN, with the best algorithm from its heuristics (cached per geometry, dtype and math mode); float32 uses FMA math
-// unless TF32 is allowed (kernels/cuda/gemm.h). Its fused forward is one cuDNN call for ReLU and
-// the convolution then a bias-and-activation kernel otherwise. `pre` may be null (not needed).
+// (kernels/cuda/conv2d.cu) calls cuDNN, with the best algorithm from its heuristics (cached per
+// geometry, dtype and math mode); float32 uses FMA math unless TF32 is allowed (kernels/cuda/gemm.h).
+// Its fused forward is one cuDNN call for ReLU and the convolution then a bias-and-activation
+// kernel otherwise. `pre` may be null (not needed).
 #pragma once
 
 #include <cstdint>

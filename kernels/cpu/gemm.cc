@@ -107,7 +107,8 @@ std::string cpu_gemm_description() {
   auto name = [](CpuGemm g) { return g == CpuGemm::Onednn ? "oneDNN" : "OpenBLAS"; };
   const char* small = cpu_gemm<float>() == CpuGemm::Onednn ? " (OpenBLAS up to 64x64x32)" : "";
   return std::string("CPU GEMMs: float32 ") + name(cpu_gemm<float>()) + small + ", bfloat16 " +
-         name(cpu_gemm<bfloat16>()) + ", float64 OpenBLAS; oneDNN ISA " + onednn_isa() + ", OpenBLAS kernels " + openblas().core;
+         name(cpu_gemm<bfloat16>()) + ", float64 OpenBLAS; oneDNN ISA " + onednn_isa() + ", OpenBLAS kernels " +
+         openblas().core;
 }
 
 template <class T>

@@ -28,8 +28,8 @@ namespace fuselab::kernels::cpu {
 
 enum class CpuGemm { OpenBlas, Onednn };
 
-// The library that runs T's GEMMs on this CPU (gemm_library refines it per gemm() call). Throws std::invalid_argument for a FUSELAB_CPU_GEMM that is
-// neither "openblas" nor "onednn".
+// The library that runs T's GEMMs on this CPU (gemm_library refines it per gemm() call). Throws
+// std::invalid_argument for a FUSELAB_CPU_GEMM that is neither "openblas" nor "onednn".
 template <class T>
 CpuGemm cpu_gemm();
 

@@ -3,8 +3,9 @@
 // Binaries are built for baseline x86-64 (SSE2) so they run on any machine. The activation loops
 // (activation_spans.h), the norms' backward rows (norms.cc), the all-element sums (elementwise.cc)
 // and FlashAttention's exponential rows (flash_attention.cc) are also compiled for AVX-512, and the
-// kernels pick that copy at run time on CPUs that have it: 16 floats per instruction instead of 4. FUSELAB_DISABLE_AVX512=1, or
-// set_avx512_enabled(false), keeps the baseline copy (tests compare the two).
+// kernels pick that copy at run time on CPUs that have it: 16 floats per instruction instead of 4.
+// FUSELAB_DISABLE_AVX512=1, or set_avx512_enabled(false), keeps the baseline copy (tests compare
+// the two).
 #pragma once
 
 namespace fuselab::kernels::cpu {

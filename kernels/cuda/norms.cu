@@ -83,7 +83,8 @@ __global__ void rmsnorm_input_grad_kernel(const T* x, const T* w, const compute_
   using C = compute_t<T>;
   __shared__ C shared[32];
   const int64_t offset = blockIdx.x * cols, packs = cols / K;
-  const Pack<T, K>*xr = packs_of<T, K>(x + offset), *dyr = packs_of<T, K>(dy + blockIdx.x * dy_stride), *wp = packs_of<T, K>(w);
+  const Pack<T, K>*xr = packs_of<T, K>(x + offset), *dyr = packs_of<T, K>(dy + blockIdx.x * dy_stride),
+                *wp = packs_of<T, K>(w);
   const Pack<T, K>* rg = residual_grad ? packs_of<T, K>(residual_grad + offset) : nullptr;
   Pack<T, K>* dxr = reinterpret_cast<Pack<T, K>*>(dx + offset);
   const C r = rstd[blockIdx.x];
@@ -140,7 +141,8 @@ __global__ void layernorm_forward_kernel(const T* x, const T* residual, T* sum, 
   const Pack<T, 1>* rr = residual ? packs_of<T, 1>(residual + offset) : nullptr;
   Pack<T, 1>* hr = residual ? reinterpret_cast<Pack<T, 1>*>(sum + offset) : nullptr;
   C total = C(0);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) total += C(input_pack(packs_of<T, 1>(x + offset), rr, hr, j).v[0]);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+    total += C(input_pack(packs_of<T, 1>(x + offset), rr, hr, j).v[0]);
   const T* xr = residual ? sum + offset : x + offset;  // each thread reads back the elements it stored
   const C mu = block_sum(total, shared) / C(cols);
   C var = C(0);
@@ -247,7 +249,8 @@ void LayerNormBackward<T>::cuda(KernelContext& ctx) const {
   }
   if (dw == nullptr && db == nullptr) return;
   compute_t<T>* scratch = ctx.scratch<compute_t<T>>(column_sums_scratch(rows, cols));
-  if (dw != nullptr) column_sums(CenteredWeightGradTerms<T>{x, mean, rstd, dy, dy_stride, cols}, rows, cols, dw, scratch);
+  if (dw != nullptr)
+    column_sums(CenteredWeightGradTerms<T>{x, mean, rstd, dy, dy_stride, cols}, rows, cols, dw, scratch);
   if (db != nullptr) column_sums(Elements<T>{dy, dy_stride}, rows, cols, db, scratch);
 }
 

@@ -106,7 +106,8 @@ template <class T>
 void CrossEntropyForward<T>::cuda(KernelContext& ctx) const {
   if (rows == 0) return;
   use_device(ctx.device);
-  cross_entropy_forward_kernel<T><<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, row_loss, row_counted, cols, ignore_index, fault);
+  cross_entropy_forward_kernel<T>
+      <<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, row_loss, row_counted, cols, ignore_index, fault);
   check_launch("cross_entropy_forward_kernel");
 }
 

@@ -48,9 +48,11 @@ Tensor Linear::weight_grad(const Tensor& dy, const Tensor& input, Tensor into) {
 
 OpBackward Linear::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
   const LinearSaved& saved = ctx.saved<LinearSaved>(describe());
-  return {ctx.input_requires_grad ? input_grad(dy, saved.weight, saved.input.shape()) : Tensor(),
-          {},
-          {ctx.params_require_grad.at(0) ? weight_grad(dy, saved.input, grad_to_accumulate_into(saved.weight)) : Tensor()}};
+  const Tensor dx = ctx.input_requires_grad ? input_grad(dy, saved.weight, saved.input.shape()) : Tensor();
+  const Tensor dw = ctx.params_require_grad.at(0)
+                        ? weight_grad(dy, saved.input, grad_to_accumulate_into(saved.weight))
+                        : Tensor();
+  return {dx, {}, {dw}};
 }
 
 std::vector<std::shared_ptr<BasicOp>> linear_with_bias(int64_t in_features, int64_t out_features, Generator* gen) {
