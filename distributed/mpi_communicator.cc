@@ -6,10 +6,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
 #include <thread>
 
-#include "tensor/parse_number.h"
+#include "runtime/settings.h"
 
 namespace fuselab {
 namespace {
@@ -80,13 +79,7 @@ int env_int(const char* name, int fallback) {
 
 }  // namespace
 
-double MpiCommunicator::default_timeout_s() {
-  const char* value = std::getenv("FUSELAB_DIST_TIMEOUT_S");
-  if (!value) return 300.0;
-  const std::optional<double> seconds = parse_double(value);
-  check(seconds && *seconds > 0, "FUSELAB_DIST_TIMEOUT_S='", value, "' is not a positive number of seconds");
-  return *seconds;
-}
+double MpiCommunicator::default_timeout_s() { return runtime::settings().dist_timeout_s; }
 
 MpiCommunicator::MpiCommunicator(int* argc, char*** argv, double timeout_s) : timeout_s_(timeout_s) {
   int initialized = 0;

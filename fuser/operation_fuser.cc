@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 
 #include "autograd/grad_mode.h"
 #include "autograd/tape.h"
+#include "runtime/settings.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
 
@@ -73,13 +73,7 @@ void log_new_fused_ops(const OpList& before, const OpList& after, FusionStepLog&
   }
 }
 
-bool fusion_log_requested() {
-  static const bool requested = [] {
-    const char* value = std::getenv("FUSELAB_FUSION_LOG");
-    return value && std::string(value) != "0";
-  }();
-  return requested;
-}
+bool fusion_log_requested() { return runtime::settings().fusion_log; }
 
 }  // namespace
 

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
+
+#include "runtime/settings.h"
 
 namespace fuselab {
 namespace {
@@ -27,30 +27,21 @@ struct Registry {
   }
 };
 
-// FUSELAB_DISABLE_FUSIONS=name1,name2
-std::set<std::string> disabled_by_environment() {
-  std::set<std::string> names;
-  const char* value = std::getenv("FUSELAB_DISABLE_FUSIONS");
-  std::string item;
-  for (const char* c = value ? value : ""; ; ++c) {
-    if (*c == ',' || *c == '\0') {
-      if (!item.empty()) names.insert(item);
-      item.clear();
-      if (*c == '\0') break;
-    } else if (*c != ' ') {
-      item += *c;
-    }
-  }
-  return names;
+Registry& registry() {
+  static Registry* instance = new Registry();  // never destroyed: the built-ins register from a static initializer
+  return *instance;
 }
 
-Registry& registry() {
-  static Registry* instance = [] {  // never destroyed: used from static initializers
-    auto* r = new Registry();
-    r->state.disabled = disabled_by_environment();
-    return r;
-  }();
-  return *instance;
+// The names switched off for every Sequential, starting from FUSELAB_DISABLE_FUSIONS, which is
+// read on the first call that needs it (never by the built-ins' registration before main).
+// Called with the registry's lock held.
+std::set<std::string>& disabled_names(Registry& r) {
+  static bool read_settings = false;
+  if (!read_settings) {
+    r.state.disabled = runtime::settings().disabled_fusions;
+    read_settings = true;
+  }
+  return r.state.disabled;
 }
 
 // Names are the keys of the switches (per Sequential, global, FUSELAB_DISABLE_FUSIONS), of explain
@@ -78,10 +69,7 @@ FusionHandle add(Pass pass, std::string name, FusionFunction fn, bool prepend) {
 }
 
 std::atomic<bool>& global_switch() {
-  static std::atomic<bool> enabled{[] {
-    const char* value = std::getenv("FUSELAB_FUSION");
-    return !(value && std::strcmp(value, "0") == 0);
-  }()};
+  static std::atomic<bool> enabled{runtime::settings().fusion};
   return enabled;
 }
 
@@ -115,6 +103,7 @@ FusionHandle register_forward_backward_fusion(std::string name, FusionFunction f
 FusionSnapshot fusion_snapshot() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
+  disabled_names(r);
   return r.state;
 }
 
@@ -123,8 +112,8 @@ uint64_t fusion_registry_generation() { return registry().generation.load(); }
 void set_fusion_enabled_globally(const std::string& name, bool enabled) {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (enabled) r.state.disabled.erase(name);
-  else r.state.disabled.insert(name);
+  if (enabled) disabled_names(r).erase(name);
+  else disabled_names(r).insert(name);
   r.changed();
 }
 

@@ -1,18 +1,14 @@
-// fuselab::Error, the one exception type for user mistakes, and helpers that build its message.
+// fuselab::Error (runtime/error.h), the one exception type for user mistakes, and helpers that
+// build its message.
 #pragma once
 
 #include <sstream>
-#include <stdexcept>
 #include <string>
 
+#include "runtime/error.h"
 #include "tensor/shape.h"  // operator<< for shapes in messages
 
 namespace fuselab {
-
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Throws Error whose message is the parts streamed one after another.
 template <class... Parts>

@@ -7,14 +7,15 @@
 //   });
 //
 // launch() runs kernel.cpu() for a CPU tensor and kernel.cuda() for a CUDA one, with scratch
-// memory from the caching allocator, and turns a kernel's failure (a std::exception: a CUDA error
-// from kernels/cuda, a bad FUSELAB_CPU_GEMM or a missing library on the CPU) into a fuselab::Error
-// naming the op, the shape and the device.
+// memory from the caching allocator, and turns a kernel's failure (a CUDA error from kernels/cuda, a
+// bad setting, a missing library, scratch memory that is not there) into a fuselab::Error naming
+// the op, the shape and the device, then the cause.
 #pragma once
 
 #include <exception>
 #include <vector>
 
+#include "kernels/cpu/threading.h"
 #include "kernels/kernel.h"
 #include "tensor/dispatch.h"
 #include "tensor/tensor.h"
@@ -44,9 +45,12 @@ template <class Kernel>
 void launch(const char* op, const Tensor& on, const Kernel& kernel) {
   LaunchContext ctx(on.device());
   try {
-    on.device().is_cpu() ? kernel.cpu(ctx) : kernel.cuda(ctx);
-  } catch (const Error&) {
-    throw;
+    if (on.device().is_cpu()) {
+      kernels::cpu::num_threads();  // the first CPU kernel applies FUSELAB_NUM_THREADS
+      kernel.cpu(ctx);
+    } else {
+      kernel.cuda(ctx);
+    }
   } catch (const std::exception& e) {
     fail_in_kernel(op, on, e);
   }

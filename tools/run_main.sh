@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/setup.sh
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"  # threads sleep at barriers (docs/settings.md)
 bazel build -c opt //examples:gpt //tools:bench
 bazel-bin/examples/gpt "$@"
 echo

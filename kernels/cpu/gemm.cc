@@ -2,8 +2,6 @@
 
 #include <cblas.h>  // only for the CBLAS enum values; the functions come from openblas()
 
-#include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -12,21 +10,21 @@
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/openblas.h"
 #include "kernels/cpu/threading.h"
+#include "runtime/settings.h"
 
 namespace fuselab::kernels::cpu {
 namespace {
 
-std::optional<CpuGemm> gemm_from_environment() {
-  const char* value = std::getenv("FUSELAB_CPU_GEMM");
-  if (!value || !*value) return std::nullopt;
-  if (std::strcmp(value, "openblas") == 0) return CpuGemm::OpenBlas;
-  if (std::strcmp(value, "onednn") == 0) return CpuGemm::Onednn;
-  throw std::invalid_argument(std::string("FUSELAB_CPU_GEMM='") + value + "' is neither 'openblas' nor 'onednn'");
+// FUSELAB_CPU_GEMM (runtime/settings.h), or none: each GEMM then picks by its size.
+std::optional<CpuGemm> gemm_from_settings() {
+  const std::string& name = runtime::settings().cpu_gemm;
+  if (name.empty()) return std::nullopt;
+  return name == "openblas" ? CpuGemm::OpenBlas : CpuGemm::Onednn;
 }
 
-// Read once; a bad value throws again on every GEMM, since the static is never set.
+// Read on the first GEMM; a bad setting throws again on every GEMM, since the static is never set.
 std::optional<CpuGemm>& chosen_gemm() {
-  static std::optional<CpuGemm> chosen = gemm_from_environment();
+  static std::optional<CpuGemm> chosen = gemm_from_settings();
   return chosen;
 }
 
@@ -101,7 +99,7 @@ CpuGemm gemm_library(int64_t m, int64_t n, int64_t k) {
   return cpu_gemm<T>();
 }
 
-void set_cpu_gemm(std::optional<CpuGemm> backend) { chosen_gemm() = backend ? backend : gemm_from_environment(); }
+void set_cpu_gemm(std::optional<CpuGemm> backend) { chosen_gemm() = backend ? backend : gemm_from_settings(); }
 
 std::string cpu_gemm_description() {
   auto name = [](CpuGemm g) { return g == CpuGemm::Onednn ? "oneDNN" : "OpenBLAS"; };

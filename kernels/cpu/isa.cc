@@ -1,8 +1,8 @@
 #include "kernels/cpu/isa.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <string>
+
+#include "runtime/settings.h"
 
 namespace fuselab::kernels::cpu {
 namespace {
@@ -14,10 +14,7 @@ bool cpu_has_avx512() {
 }
 
 std::atomic<bool>& enabled() {
-  static std::atomic<bool> on{[] {
-    const char* off = std::getenv("FUSELAB_DISABLE_AVX512");
-    return !(off && std::string(off) == "1");
-  }()};
+  static std::atomic<bool> on{runtime::settings().avx512};
   return on;
 }
 

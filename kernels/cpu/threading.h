@@ -1,14 +1,14 @@
-// The number of CPU threads FuseLab's kernels and OpenBLAS use: FUSELAB_NUM_THREADS, or all cores.
+// The number of CPU threads FuseLab's kernels and OpenBLAS use: FUSELAB_NUM_THREADS, or all cores,
+// read on the first kernel call (runtime/settings.h), or what set_num_threads() last set.
 //
-// The threads wait passively (OMP_WAIT_POLICY=passive, set at startup unless the environment
-// names OMP_WAIT_POLICY or GOMP_SPINCOUNT): a thread that reaches a barrier first sleeps in the
-// kernel instead of spinning. libgomp's default spins up to 300,000 pauses (milliseconds) first;
-// on a shared machine a thread that lost its core to another process then holds up its team while
-// the waiter burns the time slice it could have given back: with other tests running, the fused
-// mlp_block at 2 threads took 2-2.7x its 1-thread time (bench/RESULTS.md), passive 0.5x. Passive
-// waits cost about 3% on an idle machine. Loops keep static schedules (OpenBLAS splits its GEMMs
-// statically anyway, and they are most of the time), and the thread count stays every core:
-// under contention 2 passive threads run about as fast as 1.
+// How the threads wait is the program's choice, not the library's: libgomp's default spins up to
+// 300,000 pauses at a barrier before it sleeps, and on a shared machine a thread that lost its core
+// to another process then holds up its team while the waiter burns the time slice it could have
+// given back (with other tests running, the fused mlp_block at 2 threads took 2-2.7x its 1-thread
+// time; bench/RESULTS.md). A program chooses passive waits with OMP_WAIT_POLICY=passive in its
+// environment, or by calling fuselab::use_passive_waits(argc, argv) first thing in main
+// (runtime/runtime.h), as the examples do. Loops keep static schedules (OpenBLAS splits its GEMMs
+// statically anyway, and they are most of the time).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,7 @@
 namespace fuselab::kernels::cpu {
 
 int num_threads();
+// Threads for OpenMP and, when it is loaded, OpenBLAS; threads >= 1 (runtime/runtime.h checks).
 void set_num_threads(int threads);
 
 // Elementwise and row kernels go parallel only above this many elements, where it pays.

@@ -8,9 +8,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
+
+#include "runtime/settings.h"
 
 namespace fuselab::kernels::cuda {
 
@@ -21,7 +22,7 @@ inline void check_cuda(cudaError_t status, const char* call) {
 inline void use_device(int device) { check_cuda(cudaSetDevice(device), "cudaSetDevice"); }
 
 inline bool sync_after_launch() {
-  static const bool sync = std::getenv("FUSELAB_CUDA_SYNC") != nullptr;
+  static const bool sync = runtime::settings().cuda_sync;
   return sync;
 }
 

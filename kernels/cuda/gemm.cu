@@ -30,11 +30,11 @@ void check_cublas(cublasStatus_t status, const char* call) {
   }
 }
 
-bool tf32_from_environment() {
-  const char* value = std::getenv("FUSELAB_ALLOW_TF32");
-  return value != nullptr && std::string(value) == "1";
+// FUSELAB_ALLOW_TF32, read on the first GEMM; set_allow_tf32 overrides it.
+std::atomic<bool>& tf32() {
+  static std::atomic<bool> allowed{runtime::settings().allow_tf32};
+  return allowed;
 }
-std::atomic<bool> tf32{tf32_from_environment()};
 
 // One cuBLASLt handle and workspace per device, made on first use and kept for the process.
 struct DeviceGemmState {
@@ -59,7 +59,7 @@ DeviceGemmState& state_of(int device) {
 template <class T> struct Types;
 template <> struct Types<float> {
   static constexpr cudaDataType_t data = CUDA_R_32F, scale = CUDA_R_32F;
-  static cublasComputeType_t compute() { return tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; }
+  static cublasComputeType_t compute() { return tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; }
 };
 template <> struct Types<double> {
   static constexpr cudaDataType_t data = CUDA_R_64F, scale = CUDA_R_64F;
@@ -219,8 +219,8 @@ bool run_gemm(const GemmCall<T>& call, int device) {
 
 }  // namespace
 
-void set_allow_tf32(bool allow) { tf32 = allow; }
-bool allow_tf32() { return tf32; }
+void set_allow_tf32(bool allow) { tf32() = allow; }
+bool allow_tf32() { return tf32(); }
 
 template <class T>
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, compute_t<T> alpha, const T* a,

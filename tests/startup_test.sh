@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Nothing happens when FuseLab loads: a program that links it runs main once, in the environment it
+# was given, and FuseLab loads OpenBLAS at the first GEMM (a missing one is an error naming it and
+# its package, after main has run). Passive OpenMP waits are the program's choice.
+set -uo pipefail
+program="$1"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+expect() { grep -qF -- "$2" <<<"$1" || fail "expected '$2' in: $1"; }
+refuse() { grep -qF -- "$2" <<<"$1" && fail "did not expect '$2' in: $1"; }
+count() { grep -cF -- "$2" <<<"$1"; }
+plain_env=(env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT -u FUSELAB_OPENBLAS OMP_DISPLAY_ENV=verbose)
+
+# main runs once, with the environment untouched, and the GEMM runs.
+out=$("${plain_env[@]}" "$program" 2>&1)
+[ "$(count "$out" "main started")" = 1 ] || fail "main should print once: $out"
+expect "$out" "OMP_WAIT_POLICY unset"
+expect "$out" "product[0, 0] = 3"
+refuse "$out" "GOMP_SPINCOUNT = '0'"  # libgomp's default: threads spin before they sleep
+
+# No exec in a program that does not ask for one.
+if nm "$program" | grep -qw 'execv'; then fail "the program links a call to execv: $(nm "$program" | grep -w execv)"; fi
+
+# use_passive_waits: passive unless the environment names a policy; main's work runs once.
+out=$("${plain_env[@]}" "$program" --passive-waits 2>&1)
+expect "$out" "GOMP_SPINCOUNT = '0'"
+[ "$(count "$out" "main started")" = 1 ] || fail "main should print once: $out"
+expect "$out" "OMP_WAIT_POLICY passive"
+out=$("${plain_env[@]}" OMP_WAIT_POLICY=active "$program" --passive-waits 2>&1)
+expect "$out" "OMP_WAIT_POLICY = 'ACTIVE'"
+refuse "$out" "GOMP_SPINCOUNT = '0'"
+
+# OpenBLAS that cannot be loaded: an error at the first GEMM naming it and its package.
+for hide in "FUSELAB_OPENBLAS=/nonexistent/libopenblas.so.0" "LD_LIBRARY_PATH=$TEST_TMPDIR/noblas FUSELAB_OPENBLAS=libopenblas.so.0"; do
+  mkdir -p "$TEST_TMPDIR/noblas" && : >"$TEST_TMPDIR/noblas/libopenblas.so.0"  # not a library: loading it fails
+  out=$(env $hide "$program" 2>&1) && fail "ran with OpenBLAS hidden ($hide): $out"
+  [ "$(count "$out" "main started")" = 1 ] || fail "main should print once before the error: $out"
+  for word in "error: matmul" "OpenBLAS" "libopenblas0-openmp" "tools/setup.sh"; do expect "$out" "$word"; done
+done
+
+[ "$failures" = 0 ] && echo "PASS" || exit 1
