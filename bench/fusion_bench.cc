@@ -4,7 +4,7 @@
 //   bazel run -c opt //bench:fusion_bench -- --benchmark_repetitions=5
 //       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 //
-// Each fused/unfused pair builds the same Sequential and differs only in set_fusion_enabled.
+// Each fused/unfused pair builds the same Sequential and differs only in its fusion switches.
 #include <benchmark/benchmark.h>
 
 #include <functional>
@@ -40,7 +40,7 @@ struct Model {
 void run_forward_backward(benchmark::State& state, const Model& model, bool fused) {
   const int64_t tokens = state.range(0), h = state.range(1);
   Sequential seq(model.build(h));
-  seq.set_fusion_enabled(fused);
+  seq.set_fusion_switches(fused);
   Tensor x = randn(model.input_shape ? model.input_shape(tokens, h) : Shape{tokens, model.input_width * h});
   x.set_requires_grad(true);
   std::vector<Tensor> extras;
@@ -140,7 +140,7 @@ void BM_TinySequential10Ops(benchmark::State& state) {
   }
   ops.push_back(std::make_shared<RMSNorm>(16));
   Sequential seq(ops);
-  seq.set_fusion_enabled(state.range(0));
+  seq.set_fusion_switches(state.range(0) != 0);
   Tensor x = randn({1, 16});
   x.set_requires_grad(true);
   for (auto _ : state) {

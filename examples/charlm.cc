@@ -186,7 +186,7 @@ int run(const Config& c, Communicator& comm) {
 
   Generator gen(c.seed);
   Sequential model = examples::charlm_model(c.model, gen);
-  model.set_fusion_enabled(c.fusion);
+  model.set_fusion_switches(c.fusion);
   model.to(device);
   AdamW optimizer(model.parameters(), {c.lr, 0.9, 0.99, 1e-8, 0.01});
   DataParallel parallel(model.parameters(), comm);  // one rank: plain backward

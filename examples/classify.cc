@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
     const Tensor train_y = take_rows(data.labels, train_idx), test_y = take_rows(data.labels, test_idx);
 
     Sequential model = examples::classify_model({features, hidden, classes}, gen);
-    model.set_fusion_enabled(fusion);
+    model.set_fusion_switches(fusion);
     AdamW optimizer(model.parameters(), {3e-3, 0.9, 0.999, 1e-8, 1e-4});
     BatchLoader loader(train_rows, 64, seed + 1);
     std::printf("classify: %s, %lld rows (%lld train / %lld test), %lld features, %lld classes, fusion %s\n",

@@ -47,7 +47,7 @@ int main() {
 
   const Tensor x = randn({16, 8});
   const Result fused = run(seq, x);
-  seq.set_fusion_enabled(false);
+  seq.set_fusion_switches(false);
   const Result unfused = run(seq, x);
   const double worst = std::max({max_difference(fused.y, unfused.y), max_difference(fused.dx, unfused.dx),
                                  max_difference(fused.dw, unfused.dw)});

@@ -186,7 +186,7 @@ int run(Config c) {
 
   Generator gen(c.seed);
   Sequential model = examples::gpt_model(c.model, gen);
-  model.set_fusion_enabled(c.fusion);
+  model.set_fusion_switches(c.fusion);
   model.to(device);
   int64_t parameters = 0;
   for (const Tensor& p : model.parameters()) parameters += p.numel();

@@ -6,13 +6,11 @@ namespace fuselab {
 
 std::optional<std::string> bisect_fusions(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras,
                                           double tolerance) {
-  const RestoreFusionSwitches restore(seq);
+  const FusionSwitchesScope restore(seq, false);
   const std::vector<std::string> names = registered_fusion_names();
-  seq.set_fusion_enabled(false);
   const RunResult reference = run_with_backward(seq, x, extras);
-  seq.set_fusion_enabled(true);
   auto differs_with_first = [&](size_t k) {
-    seq.enable_only_fusions(std::vector<std::string>(names.begin(), names.begin() + long(k)));
+    seq.set_fusion_switches(FusionSwitches::only(std::vector<std::string>(names.begin(), names.begin() + long(k))));
     return !compare_runs(run_with_backward(seq, x, extras), reference, tolerance, tolerance).empty();
   };
   std::optional<std::string> culprit;

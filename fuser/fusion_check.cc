@@ -139,9 +139,8 @@ double sequential_gradient_error(Sequential& seq, const Tensor& x, const std::ve
 FusionCheckResult check_fusion(const std::string& name, Sequential& seq, const Tensor& x,
                                const std::vector<Tensor>& extras) {
   FusionCheckResult result;
-  const RestoreFusionSwitches restore(seq);
+  const FusionSwitchesScope restore(seq, FusionSwitches::only({name}));
   try {
-    seq.set_fusion_enabled(true).enable_only_fusions({name});
     result.lists = seq.describe();
     result.fired = has_fused_op(*seq.fused_lists());
     const Tolerance tol = tolerance_for(x.dtype() == DType::Int64 ? seq.parameters().at(0).dtype() : x.dtype());
@@ -151,7 +150,7 @@ FusionCheckResult check_fusion(const std::string& name, Sequential& seq, const T
       result.finite_difference_error = sequential_gradient_error(seq, x, extras, &worst);
       if (result.finite_difference_error > 1e-6) result.problem = "finite differences disagree: " + worst;
     }
-    seq.set_fusion_enabled(false);
+    seq.set_fusion_switches(false);
     const RunResult unfused = run_with_backward(seq, x, extras);
     if (result.problem.empty()) result.problem = compare_runs(fused, unfused, tol.rtol, tol.atol);
   } catch (const Error& e) {

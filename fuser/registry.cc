@@ -13,6 +13,7 @@ struct Registry {
   std::mutex mutex;
   uint64_t next_id = 1;
   FusionSnapshot state;
+  FusionSwitches switches;  // global_switches(): read the settings first
   std::atomic<uint64_t> generation{0};  // state.generation, readable without the lock
 
   void changed() { generation = ++state.generation; }
@@ -32,16 +33,16 @@ Registry& registry() {
   return *instance;
 }
 
-// The names switched off for every Sequential, starting from FUSELAB_DISABLE_FUSIONS, which is
-// read on the first call that needs it (never by the built-ins' registration before main).
-// Called with the registry's lock held.
-std::set<std::string>& disabled_names(Registry& r) {
+// The switches of every Sequential, starting from the settings, which are read on the first call
+// that needs them (never by the built-ins' registration before main). Called with the lock held.
+FusionSwitches& global_switches(Registry& r) {
   static bool read_settings = false;
   if (!read_settings) {
-    r.state.disabled = runtime::settings().disabled_fusions;
+    const runtime::Settings& settings = runtime::settings();
+    r.switches = FusionSwitches(settings.fusion, settings.disabled_fusions);
     read_settings = true;
   }
-  return r.state.disabled;
+  return r.switches;
 }
 
 // Names are the keys of the switches (per Sequential, global, FUSELAB_DISABLE_FUSIONS), of explain
@@ -66,11 +67,6 @@ FusionHandle add(Pass pass, std::string name, FusionFunction fn, bool prepend) {
   fusions.insert(prepend ? fusions.begin() : fusions.end(), RegisteredFusion{id, std::move(name), std::move(fn)});
   r.changed();
   return FusionHandle(id);
-}
-
-std::atomic<bool>& global_switch() {
-  static std::atomic<bool> enabled{runtime::settings().fusion};
-  return enabled;
 }
 
 }  // namespace
@@ -103,17 +99,23 @@ FusionHandle register_forward_backward_fusion(std::string name, FusionFunction f
 FusionSnapshot fusion_snapshot() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  disabled_names(r);
-  return r.state;
+  FusionSnapshot snapshot = r.state;
+  snapshot.disabled = global_switches(r).disabled;
+  return snapshot;
 }
 
 uint64_t fusion_registry_generation() { return registry().generation.load(); }
 
-void set_fusion_enabled_globally(const std::string& name, bool enabled) {
+FusionSwitches global_fusion_switches() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (enabled) disabled_names(r).erase(name);
-  else disabled_names(r).insert(name);
+  return global_switches(r);
+}
+
+void set_global_fusion_switches(const FusionSwitches& switches) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  global_switches(r) = switches;
   r.changed();
 }
 
@@ -125,8 +127,5 @@ std::vector<std::string> registered_fusion_names() {
   }
   return names;
 }
-
-bool fusion_enabled_globally() { return global_switch().load(); }
-void set_fusion_enabled_globally(bool enabled) { global_switch() = enabled; }
 
 }  // namespace fuselab

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fuser/fusion_switches.h"
 #include "ops/fusion.h"
 
 namespace fuselab {
@@ -62,13 +63,10 @@ FusionSnapshot fusion_snapshot();
 // The generation alone, without copying the lists: cheap enough to check on every call.
 uint64_t fusion_registry_generation();
 
-// Global switch: on unless the environment sets FUSELAB_FUSION=0.
-bool fusion_enabled_globally();
-void set_fusion_enabled_globally(bool enabled);
-
-// Per-fusion global switch, by registered name; FUSELAB_DISABLE_FUSIONS=name1,name2 starts with
-// those off. A change re-fuses every Sequential on its next call.
-void set_fusion_enabled_globally(const std::string& name, bool enabled);
+// The switches of every Sequential (fusion_switches.h): FUSELAB_FUSION and FUSELAB_DISABLE_FUSIONS
+// until set. A change re-fuses every Sequential on its next call.
+FusionSwitches global_fusion_switches();
+void set_global_fusion_switches(const FusionSwitches& switches);
 
 // The registered names of every pass, in priority order (joint, forward, backward).
 std::vector<std::string> registered_fusion_names();

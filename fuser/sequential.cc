@@ -104,8 +104,7 @@ Sequential Sequential::slice(int64_t begin, int64_t end) const {
   Sequential part;
   for (size_t i = from; i < to; ++i) part.append(entries_[i]);
   part.training_ = training_;
-  part.fusion_enabled_ = fusion_enabled_;
-  part.disabled_fusions_ = disabled_fusions_;
+  part.switches_ = switches_;
   return part;
 }
 
@@ -179,7 +178,7 @@ std::vector<Sequential::Group>& Sequential::groups() const {
   for (Group& group : groups) {
     if (group.module) continue;
     group.fuser = std::make_unique<OperationFuser>(group.ops);
-    group.fuser->set_disabled_fusions(disabled_fusions_);
+    group.fuser->set_disabled_fusions(switches_.disabled);
   }
   groups_ = std::move(groups);
   return groups_;
@@ -320,48 +319,29 @@ Sequential& Sequential::to(DType dtype) {
   return *this;
 }
 
-Sequential& Sequential::set_fusion_enabled(bool enabled) {
-  fusion_enabled_ = enabled;
-  return *this;
-}
-
-// Groups built later take disabled_fusions_ as they are made.
-void Sequential::apply_disabled_fusions() {
-  for (Group& group : groups_) {
-    if (group.fuser) group.fuser->set_disabled_fusions(disabled_fusions_);
-  }
-}
-
-Sequential& Sequential::set_fusion_enabled(const std::string& name, bool enabled) {
-  if (enabled) disabled_fusions_.erase(name);
-  else disabled_fusions_.insert(name);
-  apply_disabled_fusions();
-  return *this;
-}
-
-Sequential& Sequential::enable_only_fusions(const std::vector<std::string>& names) {
-  disabled_fusions_.clear();
-  for (const std::string& registered : registered_fusion_names()) {
-    if (std::find(names.begin(), names.end(), registered) == names.end()) disabled_fusions_.insert(registered);
-  }
-  apply_disabled_fusions();
-  return *this;
-}
-
-Sequential& Sequential::enable_all_fusions() {
-  disabled_fusions_.clear();
-  apply_disabled_fusions();
-  return *this;
-}
-
 Sequential& Sequential::set_fusion_switches(const FusionSwitches& switches) {
-  fusion_enabled_ = switches.enabled;
-  disabled_fusions_ = switches.disabled;
-  apply_disabled_fusions();
+  switches_ = switches;
+  for (Group& group : groups_) {  // groups built later take them as they are made
+    if (group.fuser) group.fuser->set_disabled_fusions(switches_.disabled);
+  }
   return *this;
 }
 
-bool Sequential::fusion_active() const { return fusion_enabled_ && fusion_enabled_globally(); }
+bool Sequential::fusion_active() const { return switches_.enabled && global_fusion_switches().enabled; }
+
+FusionSwitchesScope::FusionSwitchesScope(Sequential& seq, const FusionSwitches& switches)
+    : seq_(&seq), saved_(seq.fusion_switches()) {
+  seq.set_fusion_switches(switches);
+}
+
+FusionSwitchesScope::FusionSwitchesScope(const FusionSwitches& global) : seq_(nullptr), saved_(global_fusion_switches()) {
+  set_global_fusion_switches(global);
+}
+
+FusionSwitchesScope::~FusionSwitchesScope() {
+  if (seq_) seq_->set_fusion_switches(saved_);
+  else set_global_fusion_switches(saved_);
+}
 
 FusionFacts Sequential::default_facts() const {
   FusionFacts facts;

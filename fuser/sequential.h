@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "fuser/module.h"
+#include "fuser/fusion_switches.h"
 #include "fuser/operation_fuser.h"
 #include "ops/basic_op.h"
 #include "ops/call_args.h"
@@ -118,24 +119,11 @@ class Sequential {
   Sequential& to(Device device);
   Sequential& to(DType dtype);
 
-  // Fusion runs when it is on here and globally (FUSELAB_FUSION=0 turns it off globally).
-  Sequential& set_fusion_enabled(bool enabled);
-  bool fusion_active() const;
-  // One registered fusion on or off for this Sequential only (see also the global switch in
-  // registry.h and FUSELAB_DISABLE_FUSIONS).
-  Sequential& set_fusion_enabled(const std::string& name, bool enabled);
-  // Only the named fusions run here (an empty list: none); enable_all_fusions() undoes it.
-  Sequential& enable_only_fusions(const std::vector<std::string>& names);
-  Sequential& enable_all_fusions();
-
-  // This Sequential's switches together (fusion on or off, and the fusions switched off by name),
-  // so that a tool such as check_fusion can put back exactly what it found.
-  struct FusionSwitches {
-    bool enabled = true;
-    std::set<std::string> disabled;
-  };
-  FusionSwitches fusion_switches() const { return {fusion_enabled_, disabled_fusions_}; }
+  // Which fusions may fire here (fusion_switches.h); a fusion fires when these switches and the
+  // global ones (registry.h) both allow it. set_fusion_switches(false) runs the ops unfused.
+  const FusionSwitches& fusion_switches() const { return switches_; }
   Sequential& set_fusion_switches(const FusionSwitches& switches);
+  bool fusion_active() const;
 
   // The fused lists for the given facts (by default those of the last call, or of the
   // parameters before any call); with Modules, the groups' lists one after another, indexed
@@ -166,7 +154,6 @@ class Sequential {
   // index, or index + size() when negative; throws unless in [0, size()), or [0, size()] with allow_end.
   size_t checked_index(int64_t index, bool allow_end, const char* what) const;
   std::string unused_name(const std::string& type) const;  // "linear2" for "Linear"
-  void apply_disabled_fusions();
   // The fused lists of every group, for its own facts.
   std::shared_ptr<const FusedLists> lists_for(const std::function<FusionFacts(OperationFuser&)>& facts) const;
   // Per fusible group, per op: its arguments for this call, or null.
@@ -176,22 +163,22 @@ class Sequential {
   std::vector<Entry> entries_;
   mutable std::vector<Group> groups_;
   bool training_ = true;
-  bool fusion_enabled_ = true;
-  std::set<std::string> disabled_fusions_;
+  FusionSwitches switches_;
 };
 
-// Puts a Sequential's fusion switches back as they were when it was made, however the scope
-// ends (an exception included): for code that flips them to compare runs.
-class RestoreFusionSwitches {
+// Sets a Sequential's fusion switches, or the global ones, for a scope, and puts back what was
+// there however the scope ends (an exception included): for code that flips them to compare runs.
+class FusionSwitchesScope {
  public:
-  explicit RestoreFusionSwitches(Sequential& seq) : seq_(seq), saved_(seq.fusion_switches()) {}
-  ~RestoreFusionSwitches() { seq_.set_fusion_switches(saved_); }
-  RestoreFusionSwitches(const RestoreFusionSwitches&) = delete;
-  RestoreFusionSwitches& operator=(const RestoreFusionSwitches&) = delete;
+  FusionSwitchesScope(Sequential& seq, const FusionSwitches& switches);
+  explicit FusionSwitchesScope(const FusionSwitches& global);
+  ~FusionSwitchesScope();
+  FusionSwitchesScope(const FusionSwitchesScope&) = delete;
+  FusionSwitchesScope& operator=(const FusionSwitchesScope&) = delete;
 
  private:
-  Sequential& seq_;
-  Sequential::FusionSwitches saved_;
+  Sequential* seq_;  // null: the global switches
+  FusionSwitches saved_;
 };
 
 }  // namespace fuselab

@@ -23,7 +23,7 @@ TEST(AllocatorSteadyState, TrainingStepsAfterWarmupAllocateNothingFromTheSystem)
     block.append(linear_with_bias(64, 256, &gen)).append(std::make_shared<GELU>());
     block.append(linear_with_bias(256, 64, &gen)).append(std::make_shared<AddExtraInput>());
     block.append(std::make_shared<RMSNorm>(64));
-    block.set_fusion_enabled(fused);
+    block.set_fusion_switches(fused);
     AdamW optimizer(block.parameters(), {1e-3});
     const Tensor x = randn({512, 64}, DType::Float32, &gen);
     auto step = [&] {

@@ -133,9 +133,9 @@ TEST(BFloat16, OpsAndFusionsMatchFloat32) {
       for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{{5, 8}, {300, 17}}) {
         SCOPED_TRACE(std::string(name) + (fused ? " fused" : " unfused") + " rows " + std::to_string(rows));
         Sequential model(build(hidden));
-        model.to(DType::BFloat16).set_fusion_enabled(fused);
+        model.to(DType::BFloat16).set_fusion_switches(fused);
         Sequential reference(build(hidden));
-        reference.to(DType::BFloat16).to(DType::Float32).set_fusion_enabled(fused);  // the same rounded weights
+        reference.to(DType::BFloat16).to(DType::Float32).set_fusion_switches(fused);  // the same rounded weights
         if (fused) {
           EXPECT_NE(model.describe().find("Forward"), std::string::npos) << model.describe();
         }

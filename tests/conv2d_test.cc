@@ -108,7 +108,7 @@ TEST(Conv2d, ForwardMatchesTheDirectConvolution) {
 // The grads of a one-op Sequential (input and parameters) against finite differences, float64.
 void expect_gradients_match_finite_differences(std::shared_ptr<BasicOp> op, const Tensor& x) {
   Sequential seq({op});
-  seq.set_fusion_enabled(false).to(DType::Float64);
+  seq.set_fusion_switches(false).to(DType::Float64);
   std::string worst;
   EXPECT_LT(sequential_gradient_error(seq, x, {}, &worst), 1e-6) << op->describe() << ": " << worst;
 }
@@ -238,7 +238,7 @@ TEST(Conv2d, BadInputsNameTheOpAndShapes) {
 void expect_empty_batch_gives_zero_weight_grad() {
   auto conv = std::make_shared<Conv2d>(2, 3, 3, 1, 1);
   Sequential seq({conv});
-  seq.set_fusion_enabled(false);
+  seq.set_fusion_switches(false);
   const RunResult run = run_with_backward(seq, zeros({0, 2, 4, 4}), {});
   EXPECT_EQ(run.outputs[0].shape(), (Shape{0, 3, 4, 4}));
   for (double g : run.param_grads[0].to(DType::Float64).to_vector<double>()) EXPECT_EQ(g, 0);

@@ -292,7 +292,7 @@ TEST_F(Cuda, FusedSequentialMatchesCpuAndUnfused) {
   };
   Sequential cpu_model = make(), gpu_model = make(), gpu_unfused = make();
   gpu_model.to(kGpu);
-  gpu_unfused.to(kGpu).set_fusion_enabled(false);
+  gpu_unfused.to(kGpu).set_fusion_switches(false);
   const Tensor x = random({100, 48}, DType::Float32, 4);
   auto run = [&](Sequential& model, Device device) {
     Tensor input = x.to(device).detach().set_requires_grad();
@@ -446,7 +446,7 @@ TEST_F(Cuda, Conv2dBiasActivationMatchesCpu) {
                 bias->parameter(0) = in[2];
                 Sequential model({conv, bias});
                 if (activation) model.append(activation());
-                model.set_fusion_enabled(fused);
+                model.set_fusion_switches(fused);
                 EXPECT_EQ(model.describe().find("ForwardConvBiasActivation") != std::string::npos, fused);
                 return model(in[0]);
               },
@@ -516,7 +516,7 @@ TEST_F(Cuda, BFloat16MatchesCpu) {
         model.append(linear_with_bias(4 * width, width, &gen)).append(std::make_shared<AddExtraInput>());
         model.append(std::make_shared<RMSNorm>(width)).append(std::make_shared<LayerNorm>(width));
         model.append(linear_with_bias(width, width, &gen)).append(std::make_shared<SiLU>());
-        model.to(DType::BFloat16).set_fusion_enabled(fused);
+        model.to(DType::BFloat16).set_fusion_switches(fused);
         return model;
       };
       Sequential cpu_model = make(), gpu_model = make();

@@ -37,7 +37,7 @@ Sequential make_model(bool fused) {
   model.append(branch).append(std::make_shared<RMSNorm>(kHidden));
   model.append(linear_with_bias(kHidden, kHidden, &gen)).append(std::make_shared<GELU>()).append(add);
   model.append(linear_with_bias(kHidden, kVocab, &gen));
-  model.set_fusion_enabled(fused);
+  model.set_fusion_switches(fused);
   return model;
 }
 

@@ -53,7 +53,7 @@ void expect_runs_match(const RunResult& fused, const RunResult& unfused, DType d
 void expect_fused_matches_unfused(const Attention& a, DType dtype, bool training, double p) {
   Sequential fused = attention(a, p, 42), unfused = attention(a, p, 42);
   fused.to(dtype).train(training);
-  unfused.to(dtype).train(training).set_fusion_enabled(false);
+  unfused.to(dtype).train(training).set_fusion_switches(false);
   const Tensor qkv = random_tensor(a.qkv(), dtype, 7);
   for (int call = 0; call < 2; ++call) {  // the second call draws the next mask
     expect_runs_match(run_with_backward(fused, qkv, {}), run_with_backward(unfused, qkv, {}), dtype);
@@ -88,7 +88,7 @@ TEST(FlashAttention, MatchesUnfusedWhenQkvIsAlsoReturned) {
     SCOPED_TRACE(dtype_name(dtype));
     Sequential fused = qkv_returned(), unfused = qkv_returned();
     fused.to(dtype);
-    unfused.to(dtype).set_fusion_enabled(false);
+    unfused.to(dtype).set_fusion_switches(false);
     ASSERT_NE(fused.describe().find("FlashAttention"), std::string::npos) << fused.describe();
     const Tensor qkv = random_tensor({2, 70, 3 * 2 * 5}, dtype, 3);
     const RunResult f = run_with_backward(fused, qkv, {}), u = run_with_backward(unfused, qkv, {});
@@ -128,9 +128,9 @@ TEST(FlashAttention, MatchesUnfusedOnEitherInstructionSet) {
 TEST(FlashAttention, BFloat16FollowsFloat32) {
   for (const Attention& a : {Attention{2, 37, 2, 16, true}, Attention{1, 70, 3, 8, false}}) {
     Sequential reference = attention(a, 0.0, 1), fused = attention(a, 0.0, 1), unfused = attention(a, 0.0, 1);
-    reference.to(DType::Float32).set_fusion_enabled(false);
+    reference.to(DType::Float32).set_fusion_switches(false);
     fused.to(DType::BFloat16);
-    unfused.to(DType::BFloat16).set_fusion_enabled(false);
+    unfused.to(DType::BFloat16).set_fusion_switches(false);
     const Tensor qkv = random_tensor(a.qkv(), DType::BFloat16, 7);
     const RunResult expected = run_with_backward(reference, qkv.to(DType::Float32), {});
     SCOPED_TRACE("T " + std::to_string(a.tokens) + (a.causal ? " causal" : ""));
@@ -158,7 +158,7 @@ TEST(FlashAttention, NeverHoldsTheScores) {
   CachingAllocator& cpu = CachingAllocator::of(Device::cpu());
   for (bool fused : {true, false}) {
     Sequential seq = attention(a, 0.0, 1);
-    seq.set_fusion_enabled(fused);
+    seq.set_fusion_switches(fused);
     const Tensor qkv = random_tensor(a.qkv(), DType::Float32, 2).set_requires_grad(true);
     cpu.reset_peak();
     const size_t before = cpu.stats().bytes_in_use;

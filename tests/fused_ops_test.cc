@@ -67,7 +67,7 @@ std::vector<Tensor> extras_for(const FusionCase& c, const Shape& shape, DType dt
 // The output shape of the case's ops on [rows, hidden], for the extra inputs that add into it.
 Shape output_shape(const FusionCase& c, int64_t rows, int64_t hidden) {
   Sequential probe(c.build(hidden));
-  probe.set_fusion_enabled(false);
+  probe.set_fusion_switches(false);
   NoGradGuard no_grad;
   const Tensor x = random_tensor({rows, hidden}, DType::Float32, 1);
   return probe(x, extras_for(c, {rows, hidden}, DType::Float32)).output.shape();
@@ -84,7 +84,7 @@ TEST_P(BuiltinFusion, FiresInItsPass) {
   if (!c.backward.empty()) {
     EXPECT_NE(backward.find(c.backward), std::string::npos) << text;
   }
-  seq.set_fusion_enabled(false);
+  seq.set_fusion_switches(false);
   EXPECT_EQ(seq.describe().find("Forward"), std::string::npos);
   EXPECT_EQ(seq.describe().find("Backward"), std::string::npos);
 }
@@ -154,7 +154,7 @@ TEST_P(BuiltinFusion, GradsAccumulatedOverMicroBatchesAreTheSumOfTheirGrads) {
       SCOPED_TRACE(c.name + " " + dtype_name(dtype) + (fused ? " fused" : " unfused"));
       const int64_t rows = 13, hidden = 9;
       Sequential seq(c.build(hidden));
-      seq.to(dtype).set_fusion_enabled(fused);
+      seq.to(dtype).set_fusion_switches(fused);
       const Tensor a = random_tensor({rows, hidden}, dtype, 21), b = random_tensor({rows, hidden}, dtype, 22);
       const auto extras = extras_for(c, output_shape(c, rows, hidden), dtype);
       const auto both = grads_after(seq, {a, b}, extras), first = grads_after(seq, {a}, extras),
@@ -195,7 +195,7 @@ TEST(LinearWeightGrad, AccumulatesInPlaceUnlessTheUserHoldsTheGrad) {
   for (bool fused : {true, false}) {
     SCOPED_TRACE(fused ? "fused" : "unfused");
     Sequential seq({std::make_shared<MakeExtraOutput>(), std::make_shared<Linear>(5, 4)});  // BackwardLinearAdd
-    seq.set_fusion_enabled(fused);
+    seq.set_fusion_switches(fused);
     const Tensor a = random_tensor({6, 5}, DType::Float32, 31), b = random_tensor({6, 5}, DType::Float32, 32);
     Tensor weight = seq.parameters()[0];
     backward(sum(seq(a, {}).output));

@@ -332,7 +332,7 @@ TEST(FuserExecution, AnUnusedExtraOutputContributesNoGrad) {
   for (bool fused : {true, false}) {
     auto linear = std::make_shared<Linear>(5, 3);
     Sequential seq({std::make_shared<MakeExtraOutput>(), linear});
-    seq.to(DType::Float64).set_fusion_enabled(fused);
+    seq.to(DType::Float64).set_fusion_switches(fused);
     Tensor x = random_tensor({4, 5}, DType::Float64, 2).set_requires_grad(true);
     backward(sum(seq(x, {}).output));
     Tensor expected = x.detach().set_requires_grad(true);
@@ -348,7 +348,7 @@ TEST(FuserExecution, RetainGraphRunsTheSequentialBackwardTwice) {
   for (bool fused : {true, false}) {
     Sequential seq({std::make_shared<Linear>(3, 4), std::make_shared<Bias>(4), std::make_shared<GELU>(),
                     std::make_shared<Linear>(4, 2), std::make_shared<Bias>(2)});
-    seq.set_fusion_enabled(fused);
+    seq.set_fusion_switches(fused);
     const Tensor loss = sum(seq(random_tensor({5, 3}, DType::Float32, 2)));
     backward(loss, Tensor(), BackwardOptions{/*retain_graph=*/true});
     std::vector<std::vector<float>> once;
@@ -383,7 +383,7 @@ TEST(FuserExecution, ParameterGradsAreReadyAsSoonAsTheirOpHasRun) {
   for (bool fused : {true, false}) {
     Sequential seq({std::make_shared<Linear>(3, 4), std::make_shared<Bias>(4), std::make_shared<GELU>(),
                     std::make_shared<Linear>(4, 2), std::make_shared<Bias>(2)});
-    seq.set_fusion_enabled(fused);
+    seq.set_fusion_switches(fused);
     const std::vector<Tensor> params = seq.parameters();  // w1, b1, w2, b2
     std::vector<size_t> order;
     std::vector<bool> first_layer_done_when_ready;
@@ -403,12 +403,13 @@ TEST(FuserExecution, ParameterGradsAreReadyAsSoonAsTheirOpHasRun) {
 TEST(FusionSwitches, PerSequentialAndGlobal) {
   Sequential seq({std::make_shared<Linear>(3, 3), std::make_shared<Bias>(3)});
   EXPECT_NE(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
-  seq.set_fusion_enabled(false);
+  seq.set_fusion_switches(false);
   EXPECT_EQ(seq.describe(), "forward: [Linear(linear0), Bias(bias0)]\nbackward: [Linear(linear0), Bias(bias0)]");
-  seq.set_fusion_enabled(true);
-  set_fusion_enabled_globally(false);
-  EXPECT_EQ(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
-  set_fusion_enabled_globally(true);
+  seq.set_fusion_switches(true);
+  {
+    const FusionSwitchesScope nothing_fuses(false);
+    EXPECT_EQ(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
+  }
   EXPECT_NE(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
 }
 
@@ -488,7 +489,7 @@ TEST(FusionPicture, ToDotDrawsBothListsWithAnEdgePerBasicOp) {
   EXPECT_EQ(context_edges, seq.ops().size());
 
   // With fusion off every entry is a basic op, and the DOT text follows.
-  seq.set_fusion_enabled(false);
+  seq.set_fusion_switches(false);
   const DotShape unfused = read_dot(seq.to_dot());
   EXPECT_EQ(unfused.labels.size(), 2 * seq.ops().size());
   EXPECT_NE(unfused.labels.at("b2").find("<td port=\"b2\">gelu0</td></tr><tr><td colspan=\"1\"><b>GELU</b>"),

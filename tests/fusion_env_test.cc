@@ -13,7 +13,7 @@ namespace {
 
 TEST(FusionEnvironment, FuselabFusionZeroTurnsFusionOffGlobally) {
   ASSERT_STREQ(std::getenv("FUSELAB_FUSION"), "0");
-  EXPECT_FALSE(fusion_enabled_globally());
+  EXPECT_FALSE(global_fusion_switches().enabled);
   Sequential seq({std::make_shared<Linear>(3, 3), std::make_shared<Bias>(3), std::make_shared<GELU>()});
   EXPECT_EQ(seq.describe(),
             "forward: [Linear(linear0), Bias(bias0), GELU(gelu0)]\nbackward: [Linear(linear0), Bias(bias0), GELU(gelu0)]");

@@ -119,21 +119,24 @@ TEST(FusionLab, PerFusionSwitchesPerSequentialAndGlobal) {
   const std::string fused = seq.describe();
   EXPECT_NE(fused.find("ForwardLinearBiasActivation"), std::string::npos);
   EXPECT_NE(fused.find("BackwardActivationBias"), std::string::npos);
-  seq.set_fusion_enabled("ForwardLinearBiasActivation", false);
+  seq.set_fusion_switches(seq.fusion_switches().with("ForwardLinearBiasActivation", false));
   EXPECT_EQ(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
   EXPECT_NE(seq.describe().find("BackwardActivationBias"), std::string::npos);
   EXPECT_NE(seq.explain().find("ForwardLinearBiasActivation: disabled"), std::string::npos);
-  seq.set_fusion_enabled("ForwardLinearBiasActivation", true);
+  seq.set_fusion_switches(seq.fusion_switches().with("ForwardLinearBiasActivation", true));
   EXPECT_EQ(seq.describe(), fused);
 
-  set_fusion_enabled_globally("BackwardActivationBias", false);
-  EXPECT_EQ(seq.describe().find("BackwardActivationBias"), std::string::npos);
-  set_fusion_enabled_globally("BackwardActivationBias", true);
+  {
+    const FusionSwitchesScope global(global_fusion_switches().with("BackwardActivationBias", false));
+    EXPECT_EQ(seq.describe().find("BackwardActivationBias"), std::string::npos);
+  }
   EXPECT_EQ(seq.describe(), fused);
 
-  seq.enable_only_fusions({"BackwardActivationBias"});
-  EXPECT_EQ(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
-  seq.enable_all_fusions();
+  {
+    const FusionSwitchesScope scope(seq, FusionSwitches::only({"BackwardActivationBias"}));
+    EXPECT_EQ(seq.describe().find("ForwardLinearBiasActivation"), std::string::npos);
+    EXPECT_NE(seq.describe().find("BackwardActivationBias"), std::string::npos);
+  }
   EXPECT_EQ(seq.describe(), fused);
 }
 
@@ -161,36 +164,32 @@ TEST(FusionLab, BisectFindsTheFusionThatChangesTheResult) {
   EXPECT_NE(seq.describe().find("SlightlyOff"), std::string::npos);  // the Sequential is restored
 }
 
-bool same_switches(const Sequential::FusionSwitches& a, const Sequential::FusionSwitches& b) {
-  return a.enabled == b.enabled && a.disabled == b.disabled;
-}
-
 TEST(FusionLab, BisectAndCheckFusionRestoreTheCallersSwitchesExactly) {
   Sequential seq({std::make_shared<Linear>(4, 4), std::make_shared<Bias>(4), std::make_shared<GELU>()});
-  seq.set_fusion_enabled("BackwardActivationBias", false).set_fusion_enabled("NotRegistered", false);
-  const Sequential::FusionSwitches before = seq.fusion_switches();
+  seq.set_fusion_switches(FusionSwitches(true, {"BackwardActivationBias", "NotRegistered"}));
+  const FusionSwitches before = seq.fusion_switches();
   const std::string lists = seq.describe();
   const Tensor x = random_tensor({5, 4}, DType::Float32, 9);
 
   bisect_fusions(seq, x, {}, 1e-5);
-  EXPECT_TRUE(same_switches(seq.fusion_switches(), before));
+  EXPECT_EQ(seq.fusion_switches(), before);
   EXPECT_TRUE(check_fusion("ForwardLinearBiasActivation", seq, x).ok);
-  EXPECT_TRUE(same_switches(seq.fusion_switches(), before));
+  EXPECT_EQ(seq.fusion_switches(), before);
   EXPECT_EQ(seq.describe(), lists);
 
   // Fusion switched off altogether stays off.
-  seq.set_fusion_enabled(false);
-  const Sequential::FusionSwitches off = seq.fusion_switches();
+  seq.set_fusion_switches(false);
+  const FusionSwitches off = seq.fusion_switches();
   check_fusion("ForwardLinearBiasActivation", seq, x);
-  EXPECT_TRUE(same_switches(seq.fusion_switches(), off));
+  EXPECT_EQ(seq.fusion_switches(), off);
   bisect_fusions(seq, x, {}, 1e-5);
-  EXPECT_TRUE(same_switches(seq.fusion_switches(), off));
+  EXPECT_EQ(seq.fusion_switches(), off);
 
   // Also when a run throws: a [5, 3] input does not fit Linear(4, 4).
   EXPECT_THROW(bisect_fusions(seq, random_tensor({5, 3}, DType::Float32, 9), {}, 1e-5), Error);
-  EXPECT_TRUE(same_switches(seq.fusion_switches(), off));
+  EXPECT_EQ(seq.fusion_switches(), off);
   EXPECT_FALSE(check_fusion("ForwardLinearBiasActivation", seq, random_tensor({5, 3}, DType::Float32, 9)).ok);
-  EXPECT_TRUE(same_switches(seq.fusion_switches(), off));
+  EXPECT_EQ(seq.fusion_switches(), off);
 }
 
 struct Doubler : BasicOp {

@@ -139,7 +139,7 @@ TEST(SequentialContainer, ChangesRebuildTheFusedLists) {
 
   auto expect_matches_unfused_copy = [&] {
     Sequential reference(seq.ops());
-    reference.set_fusion_enabled(false);
+    reference.set_fusion_switches(false);
     testing::expect_runs_match(run_with_backward(seq, x, {}), run_with_backward(reference, x, {}), 1e-10, 1e-12);
   };
   EXPECT_EQ(seq.pop().op, gelu);
@@ -236,7 +236,7 @@ TEST(SequentialCallArgs, FusedOpsCoveringTheOpGetItsArguments) {
   auto attention = [] { return Sequential(attention_ops(2, /*causal=*/true, 0.25, 42)); };
   Sequential fused = attention(), unfused = attention();
   fused.to(DType::Float64);
-  unfused.to(DType::Float64).set_fusion_enabled(false);
+  unfused.to(DType::Float64).set_fusion_switches(false);
   ASSERT_NE(fused.describe().find("FlashAttention"), std::string::npos);
   const Tensor qkv = random_tensor({2, 5, 18}, DType::Float64, 4);
   const RunResult f = run_with_args(fused, qkv, {{2, {{"seed", 11}}}});

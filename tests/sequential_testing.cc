@@ -19,7 +19,7 @@ void expect_runs_match(const RunResult& actual, const RunResult& expected, doubl
 void expect_fused_matches_unfused(Sequential& seq, const Tensor& x, const std::vector<Tensor>& extras, double rtol,
                                   double atol, const RunOptions& options) {
   const RunResult fused = run_with_backward(seq, x, extras, options);
-  seq.set_fusion_enabled(false);
+  seq.set_fusion_switches(false);
   expect_runs_match(fused, run_with_backward(seq, x, extras, options), rtol, atol);
 }
 

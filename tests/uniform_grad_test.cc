@@ -72,7 +72,7 @@ TEST(UniformGrad, SumAndMeanThroughNormsMatchTheFullGrad) {
   for (bool layer_norm : {false, true}) {
     for (bool fused : {true, false}) {
       Sequential seq = add_and_norm(norm(layer_norm, shape[1]));
-      seq.set_fusion_enabled(fused);
+      seq.set_fusion_switches(fused);
       Tensor x = leaf(shape, 1), r = leaf(shape, 2);
       const std::string what = std::string(layer_norm ? "LayerNorm" : "RMSNorm") + (fused ? " fused" : " unfused");
       for (bool use_mean : {false, true}) {

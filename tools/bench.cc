@@ -153,8 +153,9 @@ struct Runner {
   Runner(const BenchModel& spec, const ModelSizes& sizes, DType dtype, Device device, bool fused,
          const std::string& only_fusion = "")
       : model(spec.name), seq(build(spec, sizes)), device(device) {
-    seq.to(dtype).to(device).set_fusion_enabled(fused);
-    if (!only_fusion.empty()) seq.enable_only_fusions({only_fusion});
+    seq.to(dtype).to(device).set_fusion_switches(!fused ? FusionSwitches(false)
+                                                 : only_fusion.empty() ? FusionSwitches()
+                                                                       : FusionSwitches::only({only_fusion}));
     Generator gen(1);
     batch = spec.batch(sizes, dtype, device, gen);
     sgd.emplace(seq.parameters(), SGDOptions{0.01});  // after to(): it holds the converted parameters
