@@ -91,7 +91,7 @@ Tensor mse(const Tensor& prediction, const Tensor& target) {
   const Tensor diff = math::binary(math::BinaryOp::Sub, prediction, target);
   const double n = double(diff.numel() ? diff.numel() : 1);
   Tensor total = empty({}, DType::Float64, diff.device());  // sum (p - t)^2, on the device
-  launch_floating("mse", diff, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>("mse", diff, [&](auto zero) {
     using T = decltype(zero);
     return kernels::SumSquares<T>{diff.ptr<T>(), diff.numel(), total.ptr<double>()};
   });

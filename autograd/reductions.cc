@@ -1,5 +1,5 @@
 // Sums, means and reshape.
-//   y = sum x:            dx = dy at every element (a uniform grad)
+//   y = sum x:            dx = dy at every element
 //   y = mean x:           dx = dy / n at every element
 //   y_r = sum_j x_rj:     dx_rj = dy_r
 #include "autograd/checks.h"
@@ -16,14 +16,17 @@ Tensor reduce_all(const char* name, const Tensor& x, double factor) {
   check_floating(name, x);
   Tensor out = math::sum_to(x.view({-1, 1}), math::Broadcast::Scalar, {});
   if (factor != 1.0) out = math::scaled(out, factor);
-  // dx is one value at every element: a uniform grad (autograd/tape.h), expanded only where needed.
-  return record(
-      name, {x}, out,
-      [factor](const auto& grads, const auto&) {
-        const Tensor& dy = grads[0];
-        return std::vector<Tensor>{factor == 1.0 ? dy : math::scaled(dy, factor)};
-      },
-      {/*gives_uniform_grads=*/true, /*takes_uniform_grads=*/false});
+  // dx is dy * factor at every element: one fill of x's shape, reading dy on its device.
+  const Shape shape = x.shape();
+  return record(name, {x}, out, [name, shape, factor](const auto& grads, const auto&) {
+    const Tensor& dy = grads[0];
+    Tensor dx = empty(shape, dy.dtype(), dy.device());
+    launch_floating<WithBFloat16::Yes>(name, dy, [&](auto zero) {
+      using T = decltype(zero);
+      return kernels::Fill<T>{dy.template ptr<T>(), compute_t<T>(factor), dx.template ptr<T>(), dx.numel()};
+    });
+    return std::vector<Tensor>{dx};
+  });
 }
 
 Tensor reduce_last_dim(const char* name, const Tensor& x, double factor) {

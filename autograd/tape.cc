@@ -6,7 +6,6 @@
 #include <memory>
 #include <sstream>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "autograd/grad_mode.h"
 #include "tensor/factories.h"
@@ -31,7 +30,6 @@ struct GradNode {
   std::vector<GradSink> inputs;
   std::vector<Shape> output_shapes;
   StreamingBackwardFn backward;  // empty once its saved state is freed
-  NodeOptions options;
   ~GradNode();
 };
 
@@ -45,14 +43,10 @@ namespace {
 
 thread_local bool grad_enabled = true;
 
-// The leaf grads grad_to_accumulate_into handed out during this thread's backward(): a backward
-// that returns one of them as that leaf's grad has added into it in place already.
-thread_local std::unordered_set<const TensorImpl*> grads_added_in_place;
-
 // The nodes an outer ~GradNode on this thread is releasing one at a time (null when none is).
 thread_local std::vector<std::shared_ptr<GradNode>>* nodes_being_released = nullptr;
 
-// a + b in a new tensor, in one pass; b has a's shape or is a uniform grad (shape []).
+// a + b in a new tensor, in one pass; both have the same shape, dtype and device.
 Tensor sum_of(const Tensor& a, const Tensor& b) { return math::binary(math::BinaryOp::Add, a, b); }
 
 // Whether no other tensor can see `t`'s memory: one handle to it, the only one on its storage.
@@ -61,23 +55,21 @@ bool sole_owner(const Tensor& t) { return t.impl_ptr().use_count() == 1 && t.imp
 
 // A leaf's grad is the user's to modify in place, so it never aliases a grad another tensor holds:
 // the update is copied unless nothing else can see it (a grad a backward returned and nothing else
-// holds, such as a weight grad fresh from its GEMM). An update that is the grad itself, handed out
-// by grad_to_accumulate_into, was added into it in place already.
-void accumulate_leaf(std::shared_ptr<TensorImpl>& grad, const Tensor& update) {
-  if (grad && grad == update.impl_ptr() && grads_added_in_place.count(grad.get())) return;
+// holds, such as a weight grad fresh from its GEMM). An update that is the grad itself, on a leaf
+// marked by grad_to_accumulate_into, was added into it in place already.
+void accumulate_leaf(TensorImpl& leaf, const Tensor& update) {
+  std::shared_ptr<TensorImpl>& grad = leaf.grad;
+  if (leaf.grad_added_in_place && grad == update.impl_ptr()) {
+    leaf.grad_added_in_place = false;
+    return;
+  }
   if (grad) grad = sum_of(Tensor(grad), update).impl_ptr();
   else grad = sole_owner(update) ? update.impl_ptr() : update.clone().impl_ptr();
 }
 
-// Grads in flight are never modified in place, so the first one can be kept without a copy. Either
-// may be uniform (shape []); the sum is uniform only when both are.
+// Grads in flight are never modified in place, so the first one can be kept without a copy.
 void accumulate_pending(std::shared_ptr<TensorImpl>& grad, const Tensor& update) {
-  if (!grad) {
-    grad = update.impl_ptr();
-    return;
-  }
-  const Tensor held(grad);
-  grad = (held.dim() >= update.dim() ? sum_of(held, update) : sum_of(update, held)).impl_ptr();
+  grad = grad ? sum_of(Tensor(grad), update).impl_ptr() : update.impl_ptr();
 }
 
 }  // namespace
@@ -87,16 +79,12 @@ Tensor grad_to_accumulate_into(const Tensor& leaf) {
   const std::shared_ptr<TensorImpl>& grad = leaf.impl().grad;
   const bool unseen = grad && grad.use_count() == 1 && grad->storage.use_count() == 1;
   if (!unseen) return Tensor();
-  grads_added_in_place.insert(grad.get());
+  leaf.impl().grad_added_in_place = true;
   return Tensor(grad);
 }
 
 bool is_grad_enabled() { return grad_enabled; }
 void set_grad_enabled(bool enabled) { grad_enabled = enabled; }
-
-Tensor full_grad(const Tensor& grad, const Shape& shape) {
-  return grad.shape() == shape ? grad : math::expand_scalar(grad, shape);
-}
 
 // Releasing a node releases its producers, and theirs: done by recursion, a long chain would
 // overflow the stack. So the outermost ~GradNode on the thread collects the producers that nested
@@ -120,13 +108,12 @@ GradNode::~GradNode() {
 }
 
 void record_node(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                 StreamingBackwardFn backward, NodeOptions options) {
+                 StreamingBackwardFn backward) {
   static std::atomic<uint64_t> next_sequence{0};
   auto node = std::make_shared<GradNode>();
   node->op = std::move(op);
   node->sequence = next_sequence.fetch_add(1, std::memory_order_relaxed);
   node->backward = std::move(backward);
-  node->options = options;
   node->inputs.resize(inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
     GradSink& sink = node->inputs[k];
@@ -191,14 +178,21 @@ class GradRouter {
     const GradSink& sink = n.inputs[k];
     if (!sink.needs_grad) return;
     if (grad.defined()) {
-      const bool uniform = n.options.gives_uniform_grads && grad.dim() == 0;
-      check(uniform || grad.shape() == sink.shape, n.op, " backward: grad of input ", k, " has shape ", grad.shape(),
+      check(grad.shape() == sink.shape, n.op, " backward: grad of input ", k, " has shape ", grad.shape(),
             ", expected ", sink.shape);
-      if (!sink.leaf) accumulate_pending(pending(*sink.producer)[sink.output], grad);
-      else if (uniform && !sink.leaf->grad) accumulate_leaf(sink.leaf->grad, math::expand_scalar(grad, sink.shape));
-      else accumulate_leaf(sink.leaf->grad, grad);  // adds a uniform grad as the scalar it stands for
+      if (sink.leaf) accumulate_leaf(*sink.leaf, grad);
+      else accumulate_pending(pending(*sink.producer)[sink.output], grad);
     }
     if (sink.leaf && on_leaf_ready_ && --remaining_[sink.leaf.get()] == 0) on_leaf_ready_(Tensor(sink.leaf));
+  }
+
+  // Clears the marks grad_to_accumulate_into leaves on the leaves this pass reaches (autograd/tape.h).
+  void clear_in_place_marks() const {
+    for (const GradNode* node : nodes_) {
+      for (const GradSink& sink : node->inputs) {
+        if (sink.leaf) sink.leaf->grad_added_in_place = false;
+      }
+    }
   }
 
   // A node that gets no grad contributes none to its inputs.
@@ -243,11 +237,7 @@ void run_node(GradRouter& router, size_t i, bool retain_graph) {
   GradNode& node = router.node(i);
   if (!router.has_pending(i)) return router.skip(i);
   std::vector<Tensor> grad_outputs(node.output_shapes.size());
-  for (size_t o = 0; o < grad_outputs.size(); ++o) {
-    const Tensor grad(router.pending(i)[o]);
-    const bool expand = grad.defined() && !node.options.takes_uniform_grads;
-    grad_outputs[o] = expand ? full_grad(grad, node.output_shapes[o]) : grad;
-  }
+  for (size_t o = 0; o < grad_outputs.size(); ++o) grad_outputs[o] = Tensor(router.pending(i)[o]);
   router.pending(i).clear();
   std::vector<bool> needs(node.inputs.size()), emitted(node.inputs.size(), false);
   for (size_t k = 0; k < needs.size(); ++k) needs[k] = node.inputs[k].needs_grad;
@@ -285,17 +275,20 @@ void backward(const Tensor& root, const Tensor& grad_root, const BackwardOptions
   check(seed.shape() == root.shape() && seed.dtype() == root.dtype(), "backward: gradient of shape ",
         seed.shape(), " ", seed.dtype(), " for a root of shape ", root.shape(), " ", root.dtype());
   if (root.is_leaf()) {
-    accumulate_leaf(root.impl().grad, seed);
+    root.impl().grad_added_in_place = false;  // no backward ran to add into it
+    accumulate_leaf(root.impl(), seed);
     if (options.on_leaf_ready) options.on_leaf_ready(root);
     return;
   }
-  // What grad_to_accumulate_into hands out counts for this backward() alone.
-  struct InPlaceGradsOfThisPass {
-    InPlaceGradsOfThisPass() { grads_added_in_place.clear(); }
-    ~InPlaceGradsOfThisPass() { grads_added_in_place.clear(); }
-  } in_place_grads;
   const AutogradMeta& root_meta = *root.impl().autograd_meta;
   GradRouter router(*root_meta.node, options.on_leaf_ready);
+  // Marks count only for the pass that makes them: one left by an earlier pass that threw, or by a
+  // call outside any, must not make this pass drop a grad.
+  struct InPlaceMarksOfThisPass {
+    const GradRouter& router;
+    explicit InPlaceMarksOfThisPass(const GradRouter& r) : router(r) { router.clear_in_place_marks(); }
+    ~InPlaceMarksOfThisPass() { router.clear_in_place_marks(); }
+  } marks(router);
   for (size_t i = 0; i < router.size(); ++i) check_not_freed(router.node(i));
   router.pending(*root_meta.node)[root_meta.output] = seed.impl_ptr();
   for (size_t i = 0; i < router.size(); ++i) run_node(router, i, options.retain_graph);
@@ -321,14 +314,11 @@ bool should_record(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward,
-              NodeOptions options) {
+Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward) {
   if (!should_record(inputs)) return output;
-  record_node(
-      std::move(op), inputs, {output},
-      [backward = std::move(backward)](const std::vector<Tensor>& grads, const std::vector<bool>& needs,
-                                       const EmitGrad&, bool) { return backward(grads, needs); },
-      options);
+  record_node(std::move(op), inputs, {output},
+              [backward = std::move(backward)](const std::vector<Tensor>& grads, const std::vector<bool>& needs,
+                                               const EmitGrad&, bool) { return backward(grads, needs); });
   return output;
 }
 

@@ -22,12 +22,8 @@
 // over some input grads before it returns (EmitGrad), as the fused Sequential node does for each
 // parameter as soon as its op's backward has run.
 //
-// Uniform grads: the grad that sum(x) and mean(x) give x is one value at every element. It travels
-// as a tensor of shape [] holding that value, and is expanded to x's shape (one fill on its
-// device) only where the elements are needed: before it becomes a leaf's grad, and before any
-// backward recorded without takes_uniform_grads. A backward that takes them (the fused Sequential,
-// whose norm ops read such a grad as one row every row shares) may be handed a grad of shape []
-// for an output that is not a scalar; it stands for that value at every element.
+// Every grad has the shape of the tensor it is the grad of: a backward is handed its outputs'
+// grads in full and returns its inputs' grads in full (the grad of sum(x) is one fill of x's shape).
 #pragma once
 
 #include <functional>
@@ -67,32 +63,27 @@ void backward(const Tensor& root, const Tensor& grad_root = Tensor(), const Back
 // The same with only on_leaf_ready set.
 void backward(const Tensor& root, const Tensor& grad_root, const LeafGradReadyFn& on_leaf_ready);
 
-struct NodeOptions {
-  bool gives_uniform_grads = false;  // the backward may return a uniform grad (shape []) for any input
-  bool takes_uniform_grads = false;  // the backward may be handed one for any output
-};
-
-// A grad in full: `grad` when it has `shape`, a uniform grad expanded to `shape` otherwise.
-Tensor full_grad(const Tensor& grad, const Shape& shape);
-
 // True when grad mode is on and one of `inputs` requires grad: the call must be recorded.
 bool should_record(const std::vector<Tensor>& inputs);
 
 // Records a single-output call when should_record(inputs); returns output.
-Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward,
-              NodeOptions options = {});
+Tensor record(std::string op, const std::vector<Tensor>& inputs, Tensor output, BackwardFn backward);
 
 // Records one call whose outputs are `outputs` (fresh tensors; undefined ones are skipped): they
 // become non-leaf tensors that require grad. The caller has checked should_record(inputs).
 void record_node(std::string op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
-                 StreamingBackwardFn backward, NodeOptions options = {});
+                 StreamingBackwardFn backward);
 
 // The grad of `leaf` where a backward may add its contribution into it in place, else undefined:
 // a leaf whose grad nothing else can see (no other handle to it or to its storage; a grad the user
 // kept a handle to is left as it was, and the sum is a new tensor). Gradient accumulation over
 // micro-batches uses it: the Linear ops' weight-grad GEMMs add into it with beta = 1 instead of a
-// GEMM and a separate pass. A backward that did so returns that very tensor as the leaf's grad,
-// and backward() takes it as already accumulated.
+// GEMM and a separate pass. Handing it out marks the leaf (TensorImpl::grad_added_in_place); a
+// backward that added into it returns that very tensor as the leaf's grad, and backward() takes
+// it as accumulated and clears the mark. Any other grad for the leaf, its own grad passed back as
+// a gradient included, is added as usual. A backward() clears the marks of the leaves it reaches
+// when it starts and when it ends, so a mark made in one pass (or outside any) never counts in
+// another.
 Tensor grad_to_accumulate_into(const Tensor& leaf);
 
 // The ops of the nodes a backward(root) would run, in the order it would run them (none for a

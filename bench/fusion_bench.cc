@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "autograd/functional.h"
+#include "autograd/grad_mode.h"
 #include "fuser/sequential.h"
 #include "kernels/cpu/threading.h"
 #include "ops/basic/activation.h"
@@ -36,7 +37,9 @@ struct Model {
   std::function<Shape(int64_t tokens, int64_t h)> input_shape = nullptr;  // other inputs than [tokens, ...]
 };
 
-// Times forward + backward from out.sum() of one Sequential call; reports the allocator's peak.
+// Times forward + backward of one Sequential call, from a loss shaped like training's (the mean
+// squared error against a fixed random target, whose grad is a full tensor); reports the
+// allocator's peak.
 void run_forward_backward(benchmark::State& state, const Model& model, bool fused) {
   const int64_t tokens = state.range(0), h = state.range(1);
   Sequential seq(model.build(h));
@@ -46,8 +49,13 @@ void run_forward_backward(benchmark::State& state, const Model& model, bool fuse
   std::vector<Tensor> extras;
   if (model.extra_width == model.input_width) extras.push_back(x);
   else if (model.extra_width > 0) extras.push_back(randn({tokens, model.extra_width * h}).set_requires_grad(true));
+  Tensor target;
+  {
+    NoGradGuard no_grad;
+    target = randn(seq(x, extras).output.shape());
+  }
   auto step = [&] {
-    backward(sum(seq(x, extras).output));
+    backward(mse(seq(x, extras).output, target));
     x.zero_grad();
     for (Tensor& e : extras) e.zero_grad();
     seq.zero_grad();
@@ -143,8 +151,9 @@ void BM_TinySequential10Ops(benchmark::State& state) {
   seq.set_fusion_switches(state.range(0) != 0);
   Tensor x = randn({1, 16});
   x.set_requires_grad(true);
+  const Tensor target = randn({1, 16});
   for (auto _ : state) {
-    backward(sum(seq(x)));
+    backward(mse(seq(x), target));
     x.zero_grad();
     seq.zero_grad();
   }

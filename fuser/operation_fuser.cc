@@ -159,15 +159,14 @@ std::optional<FusionFacts> OperationFuser::last_facts() {
 }
 
 // What one call keeps for its backward: the lists it ran with, one context per basic op, and
-// the shapes of the node's outputs (the output, then the caller's extra outputs), to stand in
-// zeros for the output's grad when nobody produced one and to expand uniform grads.
+// the output's shape, to stand in zeros for its grad when nobody produced one.
 struct OperationFuser::CallState {
   std::shared_ptr<const Program> program;
   std::shared_ptr<const FusedLists> lists;
   std::vector<OpContext> ctxs;
   // [op][slot]: whether backward must give that extra input a grad (its source requires one).
   std::vector<std::vector<bool>> extra_inputs_require_grad;
-  std::vector<Shape> output_shapes;
+  Shape output_shape;
   DType dtype;
   Device device;
 };
@@ -377,13 +376,10 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   if (record) {
     std::vector<Tensor> node_outputs{out.output};
     node_outputs.insert(node_outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
-    for (const Tensor& t : node_outputs) state->output_shapes.push_back(t.defined() ? t.shape() : Shape{});
-    record_node(
-        "Sequential", node_inputs, node_outputs,
-        [state](const std::vector<Tensor>& grads, const std::vector<bool>&, const EmitGrad& emit, bool retain_graph) {
-          return backward(*state, grads, emit, retain_graph);
-        },
-        {/*gives_uniform_grads=*/false, /*takes_uniform_grads=*/true});
+    state->output_shape = out.output.shape();
+    record_node("Sequential", node_inputs, node_outputs,
+                [state](const std::vector<Tensor>& grads, const std::vector<bool>&, const EmitGrad& emit,
+                        bool retain_graph) { return backward(*state, grads, emit, retain_graph); });
   }
   return out;
 }
@@ -408,16 +404,12 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
     extra_output_grads[i].resize(ops[i]->num_extra_outputs());
     for (int s = 0; s < ops[i]->num_extra_outputs(); ++s) {
       const int caller = plan.output_caller_index[i][s];
-      if (caller >= 0 && grads[1 + caller].defined()) {
-        extra_output_grads[i][s] = full_grad(grads[1 + caller], state.output_shapes[1 + caller]);
-      }
+      if (caller >= 0) extra_output_grads[i][s] = grads[1 + caller];
     }
   }
 
-  // The output's grad may be uniform (shape []): the last op takes it as such or gets it in full.
   const IndexedOpList& backward = state.lists->backward;
-  Tensor dy = grads[0].defined() ? grads[0] : zeros(state.output_shapes[0], state.dtype, state.device);
-  if (backward.ops.empty() || !backward.ops.back()->takes_uniform_grad()) dy = full_grad(dy, state.output_shapes[0]);
+  Tensor dy = grads[0].defined() ? grads[0] : zeros(state.output_shape, state.dtype, state.device);
   bool reached_input = true;
   for (size_t k = backward.ops.size(); k-- > 0;) {
     const auto& cover = backward.covers[k];

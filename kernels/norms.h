@@ -14,10 +14,8 @@
 // `residual_grad`, when not null, is added to dx in the same pass.
 //
 // The backward kernels read x, dy and the row statistics once per row; dx, dw and db may be null
-// (not needed). dy's rows are dy_stride apart: cols, or 0 when every row's grad is the same row
-// (a uniform grad, such as sum's, given as one row instead of a full tensor). The row statistics
-// (mean, rstd), eps and every sum are in compute_t<T>: float32 for bfloat16. Kernels:
-// kernels/cpu/norms.cc and kernels/cuda/norms.cu.
+// (not needed). The row statistics (mean, rstd), eps and every sum are in compute_t<T>: float32
+// for bfloat16. Kernels: kernels/cpu/norms.cc and kernels/cuda/norms.cu.
 #pragma once
 
 #include <cstdint>
@@ -45,7 +43,6 @@ struct RMSNormBackward {
   const T* w;
   const compute_t<T>* rstd;
   const T* dy;
-  int64_t dy_stride;
   const T* residual_grad;
   T* dx;
   T* dw;
@@ -75,7 +72,6 @@ struct LayerNormBackward {
   const compute_t<T>* mean;
   const compute_t<T>* rstd;
   const T* dy;
-  int64_t dy_stride;
   const T* residual_grad;
   T* dx;
   T* dw;

@@ -58,10 +58,6 @@ class FusibleOp {
   // nothing used that output or its consumer lies inside this same fused op.
   virtual FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& grad_output,
                                        const TensorLists& grad_extra_outputs) = 0;
-  // Whether fuser_backward, run as the last op of the list, takes a uniform grad_output: shape []
-  // for an output that is not a scalar, that value at every element (the grad of sum or mean;
-  // autograd/tape.h). Otherwise the fuser expands it first.
-  virtual bool takes_uniform_grad() const { return false; }
 };
 
 using OpList = std::vector<std::shared_ptr<FusibleOp>>;

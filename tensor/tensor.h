@@ -43,6 +43,9 @@ struct TensorImpl {
   int64_t offset = 0;  // in elements
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;              // accumulated by backward() on leaves
+  // A leaf's mark that a backward has added its contribution into `grad` in place and hands back
+  // `grad` itself as that contribution (grad_to_accumulate_into, autograd/tape.h).
+  bool grad_added_in_place = false;
   std::shared_ptr<AutogradMeta> autograd_meta;   // set on tensors produced by a recorded op
 };
 

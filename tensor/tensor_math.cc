@@ -71,16 +71,6 @@ Tensor scaled(const Tensor& x, double alpha) {
   return out;
 }
 
-Tensor expand_scalar(const Tensor& value, const Shape& shape) {
-  check(value.numel() == 1, "expand_scalar: needs one element, got shape ", value.shape());
-  Tensor out = empty(shape, value.dtype(), value.device());
-  launch_floating<WithBFloat16::Yes>("expand_scalar", value, [&](auto zero) {
-    using T = decltype(zero);
-    return kernels::Fill<T>{value.ptr<T>(), compute_t<T>(1), out.ptr<T>(), out.numel()};
-  });
-  return out;
-}
-
 void scale_into(Tensor& out, const Tensor& x, double alpha) {
   check(x.shape() == out.shape() && x.dtype() == out.dtype() && x.device() == out.device(), "scale_into: ", x.shape(),
         " ", x.dtype(), " on ", x.device(), " into ", out.shape(), " ", out.dtype(), " on ", out.device());

@@ -25,9 +25,6 @@ std::optional<Broadcast> fast_broadcast(const Tensor& a, const Tensor& b);
 // that do not broadcast.
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name = "binary");
 Tensor scaled(const Tensor& x, double alpha);
-// A new tensor of `shape` holding the one element of `value` everywhere, filled on value's device
-// (read there: no copy to the host).
-Tensor expand_scalar(const Tensor& value, const Shape& shape);
 void scale_into(Tensor& out, const Tensor& x, double alpha);  // out = alpha * x, same shapes; out may be x
 void add_(Tensor& y, const Tensor& x, double alpha = 1);  // y += alpha * x, same shapes
 // A grad summed back to a fast_broadcast operand of `shape` (any broadcast: reduce_to).

@@ -391,34 +391,6 @@ TEST_F(Cuda, BackwardAddNormMatchesCpu) {
   }
 }
 
-// The mean of a norm's output: its uniform grad reaches the norm's backward kernels as one row
-// every row reads (a row stride of 0), alone and inside BackwardAddNorm.
-TEST_F(Cuda, UniformGradIntoNormsMatchesCpu) {
-  const Shape shape{37, 1000};
-  const Tensor x = random(shape, DType::Float64, 3);
-  const Tensor w = add(math::scaled(random({shape[1]}, DType::Float64, 4), 0.1), full({shape[1]}, 1.0, DType::Float64));
-  for (bool layer_norm : {false, true}) {
-    for (bool branch : {false, true}) {
-      expect_gpu_matches_cpu(
-          {x, w},
-          [&](const auto& in) {
-            Sequential model;
-            if (branch) model.append(std::make_shared<MakeExtraOutput>());
-            std::shared_ptr<NormOp> norm;
-            if (layer_norm) {
-              norm = std::make_shared<LayerNorm>(shape[1]);
-            } else {
-              norm = std::make_shared<RMSNorm>(shape[1]);
-            }
-            norm->parameter(0) = in[1];
-            model.append(norm).to(in[0].dtype()).to(in[0].device());
-            return mean(model(in[0], {}).output);
-          },
-          norm_name(layer_norm) + (branch ? " after a branch" : "") + " under a mean");
-    }
-  }
-}
-
 // Conv2d + ChannelBias (+ activation) through cuDNN, fused (ForwardConvBiasActivation: with ReLU
 // cuDNN's fused convolution-bias-activation call) and unfused, against the CPU's im2col + GEMM.
 TEST_F(Cuda, Conv2dBiasActivationMatchesCpu) {

@@ -1,5 +1,5 @@
 // The CPU norm backward kernels' rows, compiled for baseline x86-64 and for AVX-512 (isa.h), agree,
-// for full and one-row (uniform) grads and with and without the residual's grad. On a CPU without
+// with and without the residual's grad. On a CPU without
 // AVX-512 both runs take the baseline rows and the test cannot fail; the float64 op cases check
 // the rows the CPU does run against finite differences.
 #include <gtest/gtest.h>
@@ -25,24 +25,23 @@ struct Grads {
   std::vector<float> dx, dw, db;
 };
 
-Grads run_backward(bool layer_norm, bool uniform, bool residual, bool avx512) {
+Grads run_backward(bool layer_norm, bool residual, bool avx512) {
   constexpr int64_t rows = 37, cols = 203;
   const std::vector<float> x = values(rows * cols, 2, 1), w = values(cols, 1, 2), rg = values(rows * cols, 1, 3);
-  const std::vector<float> dy = values(uniform ? cols : rows * cols, 1, 4);
+  const std::vector<float> dy = values(rows * cols, 1, 4);
   const std::vector<float> mean = values(rows, 0.1f, 5), rstd = values(rows, 0.5f, 6);
   Grads g{std::vector<float>(rows * cols), std::vector<float>(cols), std::vector<float>(cols)};
   const bool was_enabled = cpu::use_avx512();  // FUSELAB_DISABLE_AVX512 holds for the tests after this one
   cpu::set_avx512_enabled(avx512);
   cpu::HostContext ctx;
   const float* residual_grad = residual ? rg.data() : nullptr;
-  const int64_t dy_stride = uniform ? 0 : cols;
   if (layer_norm) {
-    LayerNormBackward<float>{x.data(),      w.data(),    mean.data(), rstd.data(), dy.data(), dy_stride,
-                             residual_grad, g.dx.data(), g.dw.data(), g.db.data(), rows,      cols}
+    LayerNormBackward<float>{x.data(),   w.data(),    mean.data(), rstd.data(), dy.data(), residual_grad,
+                             g.dx.data(), g.dw.data(), g.db.data(), rows,        cols}
         .cpu(ctx);
   } else {
-    RMSNormBackward<float>{x.data(),      w.data(),    rstd.data(), dy.data(), dy_stride,
-                           residual_grad, g.dx.data(), g.dw.data(), rows,      cols}
+    RMSNormBackward<float>{x.data(),    w.data(),    rstd.data(), dy.data(), residual_grad,
+                           g.dx.data(), g.dw.data(), rows,        cols}
         .cpu(ctx);
   }
   cpu::set_avx512_enabled(was_enabled);
@@ -55,16 +54,13 @@ void expect_close(const std::vector<float>& a, const std::vector<float>& b, cons
 
 TEST(NormKernels, Avx512AndBaselineBackwardRowsAgree) {
   for (bool layer_norm : {false, true}) {
-    for (bool uniform : {false, true}) {
-      for (bool residual : {false, true}) {
-        const std::string what = std::string(layer_norm ? "LayerNorm" : "RMSNorm") + (uniform ? " one-row dy" : "") +
-                                 (residual ? " with the residual's grad" : "");
-        const Grads fast = run_backward(layer_norm, uniform, residual, true);
-        const Grads plain = run_backward(layer_norm, uniform, residual, false);
-        expect_close(fast.dx, plain.dx, what + " dx");
-        expect_close(fast.dw, plain.dw, what + " dw");
-        if (layer_norm) expect_close(fast.db, plain.db, what + " db");
-      }
+    for (bool residual : {false, true}) {
+      const std::string what = std::string(layer_norm ? "LayerNorm" : "RMSNorm") + (residual ? " with the residual's grad" : "");
+      const Grads fast = run_backward(layer_norm, residual, true);
+      const Grads plain = run_backward(layer_norm, residual, false);
+      expect_close(fast.dx, plain.dx, what + " dx");
+      expect_close(fast.dw, plain.dw, what + " dw");
+      if (layer_norm) expect_close(fast.db, plain.db, what + " db");
     }
   }
 }

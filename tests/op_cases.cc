@@ -152,7 +152,7 @@ void loss_and_lookup_cases(const Add& add) {
     add(op("cross_entropy").input({rows, cols}, -3, 3).labels({rows}, cols).runs(cross_entropy_of));
   }
   for (const Shape& s : {Shape{2, 3}, Shape{1, 1}, Shape{33, 65}, Shape{3, 100, 7}, Shape{2, 1000, 300}}) {
-    add(op("mse").input(s).input(s).runs(binary(mse)));
+    add(op("mse").input(s).input(s).bfloat16().runs(binary(mse)));
   }
   // More ids than rows, so some repeat and their grads add up.
   add(op("embedding").input({5, 3}).ids({2, 3}, 5).runs(binary(embedding)));
@@ -257,7 +257,7 @@ void empty_cases(const Add& add) {
   add(op("softmax").input({0, 5}).bfloat16().runs(unary(softmax)));
   add(op("matmul").input({0, 4}).input({4, 5}).bfloat16().runs(binary(matmul)));
   add(op("matmul").input({3, 0}).input({0, 5}).bfloat16().runs(binary(matmul)));
-  add(op("mse").input({0, 3}).input({0, 3}).runs(binary(mse)));
+  add(op("mse").input({0, 3}).input({0, 3}).bfloat16().runs(binary(mse)));
   add(op("Linear").input({0, 4}).input({3, 4}).bfloat16().runs(basic<Linear>(4, 3)));
   add(op("Bias").input({0, 3}).input({3}).bfloat16().runs(basic<Bias>(3)));
   add(op("RMSNorm").input({0, 5}).input({5}).bfloat16().runs(basic<RMSNorm>(5)));

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "autograd/functional.h"
+#include "autograd/tape.h"
 #include "fuser/sequential.h"
 #include "ops/basic/linear.h"
 #include "tensor/factories.h"
@@ -55,6 +56,28 @@ TEST(Tape, ALeafsGradPassedAsTheGradientIsAdded) {
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 2}));
   backward(add(x, x), x.grad());  // each use adds the gradient [2, 2]
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{6, 6}));
+}
+
+// grad_to_accumulate_into marks the leaf for the pass it is called in: a mark made outside a
+// backward() (nothing added into the grad) does not make a later one drop the leaf's own grad.
+TEST(Tape, AnInPlaceMarkFromOutsideABackwardDropsNoGrad) {
+  const Tensor x = leaf({1, 2});
+  backward(sum(x));
+  EXPECT_TRUE(grad_to_accumulate_into(x).defined());  // x's grad is held by nothing else
+  backward(x, x.grad());
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 2}));
+  EXPECT_TRUE(grad_to_accumulate_into(x).defined());
+  backward(scale(x, 1.0), x.grad());
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{4, 4}));
+}
+
+// A grad the user holds a handle to is never handed out to be added into.
+TEST(Tape, AGradTheUserHoldsIsNotAccumulatedIntoInPlace) {
+  const Tensor x = leaf({1, 2});
+  backward(sum(x));
+  const Tensor held = x.grad();
+  EXPECT_FALSE(grad_to_accumulate_into(x).defined());
+  EXPECT_FALSE(grad_to_accumulate_into(scale(x, 2.0)).defined());  // not a leaf
 }
 
 // A Linear's weight grad, added in place when the weight already has one, goes to the weight the

@@ -36,8 +36,8 @@
 //
 // Models (tools/bench_models.h; --tokens is the batch's rows, --hidden the model's width):
 //   mlp_block      RMSNorm(x + Linear2(GELU(Linear1(x) + b1)) + b2), Linear1 [4H, H], Linear2 [H, 4H],
-//                  called with x as its extra input; loss out.sum()
-//   norm_block     h = x + r, out = RMSNorm(h), h returned as an extra output; loss out.sum()
+//                  called with x as its extra input; loss: mean squared error against a random target
+//   norm_block     h = x + r, out = RMSNorm(h), h returned as an extra output; loss: the same
 //   rmsnorm        RMSNorm alone, for bandwidth (see above)
 //   charlm         examples/charlm.cc's language model on random character ids, cross entropy
 //                  against random next ids; --context, --embed, --blocks
@@ -45,7 +45,7 @@
 //                  labels; --features, --classes
 //   mnist_mlp      classify at MNIST's size: 784 features, --hidden 1024, 10 classes, --tokens 128
 //   custom_fusion  examples/custom_fusion.cc's Linear, Square, ConstantScale with its user fusions
-//                  registered; loss out.sum()
+//                  registered; loss: mean squared error against a random target
 // The examples' models take the example's defaults (charlm's hidden 256, classify's 64, ...);
 // their inputs require no grad, as in training, so the first layer computes no input grad.
 #include <algorithm>
@@ -472,7 +472,7 @@ struct AgainstLimits {
   std::optional<double> fraction_of_peak, gemms_fraction_of_peak, outside_gemms_fraction;
   // norm_block: minimum bytes per pass and their rate over the copy bandwidth, for forward, backward
   // and the two together. The backward's time is forward + backward less forward, so it includes
-  // the loss's sum and its grad.
+  // the loss (the mean squared error: two passes over the output) and its grad (one pass).
   std::optional<double> forward_bytes, backward_bytes, forward_fraction_of_memory, backward_fraction_of_memory,
       fwd_bwd_fraction_of_memory;
 };

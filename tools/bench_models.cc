@@ -16,8 +16,15 @@ namespace {
 
 using examples::Batch;
 
-// The bench's own blocks take x (and r) requiring grad, and time backward from out.sum().
-Tensor sum_of_output(const SequentialOutput& out) { return sum(out.output); }
+// The loss of the bench's own blocks (and of custom_fusion's, whose example sums its output): the
+// mean squared error against a random target of the output's shape, drawn once with the batch. Its
+// grad, 2 (out - target) / n, is a full tensor of the output's shape, as every training loss gives
+// the model's output; a plain out.sum() would hand the last op a grad that is one value everywhere.
+std::function<Tensor(const SequentialOutput&)> mse_against_random_target(const Shape& output_shape, DType dtype,
+                                                                          Device device, Generator& gen) {
+  const Tensor target = randn(output_shape, dtype, &gen).to(device);
+  return [target](const SequentialOutput& out) { return mse(out.output, target); };
+}
 
 Tensor input_requiring_grad(const ModelSizes& s, DType dtype, Device device, Generator& gen) {
   Tensor x = randn({s.tokens, s.hidden}, dtype, &gen).to(device);
@@ -37,7 +44,7 @@ BenchModel mlp_block() {
   };
   m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
     const Tensor x = input_requiring_grad(s, dtype, device, gen);
-    return Batch{x, {x}, sum_of_output};
+    return Batch{x, {x}, mse_against_random_target(x.shape(), dtype, device, gen)};
   };
   return m;
 }
@@ -51,7 +58,8 @@ BenchModel norm_block() {
   };
   m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
     const Tensor x = input_requiring_grad(s, dtype, device, gen);
-    return Batch{x, {input_requiring_grad(s, dtype, device, gen)}, sum_of_output};
+    const Tensor r = input_requiring_grad(s, dtype, device, gen);
+    return Batch{x, {r}, mse_against_random_target(x.shape(), dtype, device, gen)};
   };
   return m;
 }
@@ -112,7 +120,9 @@ BenchModel custom_fusion() {
                examples::register_square_fusions};
   m.build = [](const ModelSizes& s, Generator& gen) { return examples::custom_fusion_model({s.hidden}, gen); };
   m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
-    return examples::custom_fusion_batch({s.hidden}, s.tokens, dtype, device, gen);
+    examples::Batch b = examples::custom_fusion_batch({s.hidden}, s.tokens, dtype, device, gen);
+    b.loss = mse_against_random_target({s.tokens, s.hidden}, dtype, device, gen);  // the model keeps the width
+    return b;
   };
   return m;
 }
@@ -155,7 +165,7 @@ BenchModel attention() {
   m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
     Tensor qkv = randn({s.extra.at("batch"), s.tokens, 3 * s.hidden}, dtype, &gen).to(device);
     qkv.set_requires_grad(true);
-    return Batch{qkv, {}, sum_of_output};
+    return Batch{qkv, {}, mse_against_random_target({s.extra.at("batch"), s.tokens, s.hidden}, dtype, device, gen)};
   };
   return m;
 }

@@ -46,7 +46,7 @@ template <class T>
   // Local copies: GCC does not vectorize loops that read through the struct.
   const int64_t cols = k.cols;
   const T* xr = k.x + r * cols;
-  const T* dyr = k.dy + r * k.dy_stride;
+  const T* dyr = k.dy + r * cols;
   const T* wr = k.w;
   const C s = k.rstd[r];
   C dot = 0;  // sum_j g_j xhat_j
@@ -76,7 +76,7 @@ template <class T>
   using C = compute_t<T>;
   const int64_t cols = k.cols;  // local copies, as in RMSNorm's row
   const T* xr = k.x + r * cols;
-  const T* dyr = k.dy + r * k.dy_stride;
+  const T* dyr = k.dy + r * cols;
   const T* wr = k.w;
   const C mu = k.mean[r], s = k.rstd[r];
   C sum_g = 0, sum_g_xhat = 0;

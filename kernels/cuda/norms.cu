@@ -79,11 +79,11 @@ __global__ void rmsnorm_forward_kernel(const T* x, const T* residual, T* sum, co
 // dx = rstd * (g - xhat * mean_j(g_j xhat_j)) (+ residual_grad), g = dy * w, xhat = x * rstd
 template <class T, int K>
 __global__ void rmsnorm_input_grad_kernel(const T* x, const T* w, const compute_t<T>* rstd, const T* dy,
-                                          int64_t dy_stride, const T* residual_grad, T* dx, int64_t cols) {
+                                          const T* residual_grad, T* dx, int64_t cols) {
   using C = compute_t<T>;
   __shared__ C shared[32];
   const int64_t offset = blockIdx.x * cols, packs = cols / K;
-  const Pack<T, K>*xr = packs_of<T, K>(x + offset), *dyr = packs_of<T, K>(dy + blockIdx.x * dy_stride),
+  const Pack<T, K>*xr = packs_of<T, K>(x + offset), *dyr = packs_of<T, K>(dy + offset),
                 *wp = packs_of<T, K>(w);
   const Pack<T, K>* rg = residual_grad ? packs_of<T, K>(residual_grad + offset) : nullptr;
   Pack<T, K>* dxr = reinterpret_cast<Pack<T, K>*>(dx + offset);
@@ -124,10 +124,10 @@ struct WeightGradTerms {
   const T* x;
   const compute_t<T>* rstd;
   const T* dy;
-  int64_t dy_stride, cols;
+  int64_t cols;
   __device__ compute_t<T> operator()(int64_t r, int64_t c) const {
     using C = compute_t<T>;
-    return C(dy[r * dy_stride + c]) * (C(x[r * cols + c]) * rstd[r]);
+    return C(dy[r * cols + c]) * (C(x[r * cols + c]) * rstd[r]);
   }
 };
 
@@ -159,12 +159,12 @@ __global__ void layernorm_forward_kernel(const T* x, const T* residual, T* sum, 
 // xhat = (x - mu) * rstd
 template <class T>
 __global__ void layernorm_input_grad_kernel(const T* x, const T* w, const compute_t<T>* mean,
-                                            const compute_t<T>* rstd, const T* dy, int64_t dy_stride,
-                                            const T* residual_grad, T* dx, int64_t cols) {
+                                            const compute_t<T>* rstd, const T* dy, const T* residual_grad,
+                                            T* dx, int64_t cols) {
   using C = compute_t<T>;
   __shared__ C shared[32];
   const int64_t offset = blockIdx.x * cols;
-  const T* dyr = dy + blockIdx.x * dy_stride;
+  const T* dyr = dy + offset;
   const C mu = mean[blockIdx.x], s = rstd[blockIdx.x];
   C sum_g = C(0), sum_g_xhat = C(0);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
@@ -187,10 +187,10 @@ struct CenteredWeightGradTerms {
   const T* x;
   const compute_t<T> *mean, *rstd;
   const T* dy;
-  int64_t dy_stride, cols;
+  int64_t cols;
   __device__ compute_t<T> operator()(int64_t r, int64_t c) const {
     using C = compute_t<T>;
-    return C(dy[r * dy_stride + c]) * ((C(x[r * cols + c]) - mean[r]) * rstd[r]);
+    return C(dy[r * cols + c]) * ((C(x[r * cols + c]) - mean[r]) * rstd[r]);
   }
 };
 
@@ -220,13 +220,13 @@ void RMSNormBackward<T>::cuda(KernelContext& ctx) const {
     with_pack_width<T>(cols, {x, w, dy, residual_grad, dx}, [&](auto width) {
       constexpr int K = decltype(width)::value;
       rmsnorm_input_grad_kernel<T, K>
-          <<<unsigned(rows), threads_for(cols / K)>>>(x, w, rstd, dy, dy_stride, residual_grad, dx, cols);
+          <<<unsigned(rows), threads_for(cols / K)>>>(x, w, rstd, dy, residual_grad, dx, cols);
     });
     check_launch("rmsnorm_input_grad_kernel");
   }
   if (dw == nullptr) return;
   compute_t<T>* scratch = ctx.scratch<compute_t<T>>(column_sums_scratch(rows, cols));
-  column_sums(WeightGradTerms<T>{x, rstd, dy, dy_stride, cols}, rows, cols, dw, scratch);
+  column_sums(WeightGradTerms<T>{x, rstd, dy, cols}, rows, cols, dw, scratch);
 }
 
 template <class T>
@@ -244,14 +244,14 @@ void LayerNormBackward<T>::cuda(KernelContext& ctx) const {
   use_device(ctx.device);
   if (dx != nullptr && rows > 0) {
     layernorm_input_grad_kernel<T>
-        <<<unsigned(rows), threads_for(cols)>>>(x, w, mean, rstd, dy, dy_stride, residual_grad, dx, cols);
+        <<<unsigned(rows), threads_for(cols)>>>(x, w, mean, rstd, dy, residual_grad, dx, cols);
     check_launch("layernorm_input_grad_kernel");
   }
   if (dw == nullptr && db == nullptr) return;
   compute_t<T>* scratch = ctx.scratch<compute_t<T>>(column_sums_scratch(rows, cols));
   if (dw != nullptr)
-    column_sums(CenteredWeightGradTerms<T>{x, mean, rstd, dy, dy_stride, cols}, rows, cols, dw, scratch);
-  if (db != nullptr) column_sums(Elements<T>{dy, dy_stride}, rows, cols, db, scratch);
+    column_sums(CenteredWeightGradTerms<T>{x, mean, rstd, dy, cols}, rows, cols, dw, scratch);
+  if (db != nullptr) column_sums(Elements<T>{dy, cols}, rows, cols, db, scratch);
 }
 
 FUSELAB_NORM_KERNELS(FUSELAB_INSTANTIATE_CUDA)

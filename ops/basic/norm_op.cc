@@ -1,7 +1,6 @@
 #include "ops/basic/norm_op.h"
 
 #include "tensor/factories.h"
-#include "tensor/tensor_math.h"
 
 namespace fuselab {
 
@@ -17,11 +16,6 @@ Tensor NormOp::sum_buffer(const Tensor& x, const Tensor& residual) const {
         describe(), ": the residual ", residual.shape(), " ", residual.dtype(), " on ", residual.device(),
         " must match the input ", x.shape(), " ", x.dtype(), " on ", x.device());
   return empty_like(x);
-}
-
-NormOp::GradRows NormOp::grad_rows(const Tensor& dy) const {
-  if (dy.dim() == 0) return {math::expand_scalar(dy, {features_}), 0};
-  return {dy, features_};
 }
 
 }  // namespace fuselab

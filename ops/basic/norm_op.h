@@ -5,8 +5,7 @@
 //   normalize(ctx, x, residual, sum):  y = norm(x + residual), the sum x + residual into *sum
 //                                      (residual undefined: y = norm(x)); saves for backward
 //   normalize_backward(ctx, dy, de):   dx = norm backward(dy) + de (de undefined: + 0), and the
-//                                      parameter grads; dy may be a uniform grad (shape [], the
-//                                      grad of sum or mean), read as one row every row shares
+//                                      parameter grads
 //
 // op_forward and op_backward are these without the residual.
 #pragma once
@@ -31,21 +30,12 @@ class NormOp : public BasicOp {
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override {
     return normalize_backward(ctx, dy, Tensor());
   }
-  bool takes_uniform_grad() const override { return true; }
 
  protected:
   NormOp(std::string type, int64_t features, double eps);
   // x + residual's shape, dtype and device must be x's; returns the sum's buffer (undefined
   // without a residual).
   Tensor sum_buffer(const Tensor& x, const Tensor& residual) const;
-
-  // dy's rows as the backward kernels read them (kernels/norms.h): dy itself, `features` apart, or
-  // for a uniform grad one row of its value, 0 apart.
-  struct GradRows {
-    Tensor rows;
-    int64_t stride;
-  };
-  GradRows grad_rows(const Tensor& dy) const;
 
  private:
   int64_t features_;

@@ -30,14 +30,12 @@ OpBackward RMSNorm::normalize_backward(OpContext& ctx, const Tensor& dy, const T
   const RMSNormSaved& saved = ctx.saved<RMSNormSaved>(describe());
   Tensor dx = ctx.input_requires_grad ? empty_like(saved.input) : Tensor();
   Tensor dw = ctx.params_require_grad.at(0) ? empty_like(weight()) : Tensor();
-  const GradRows g = grad_rows(dy);
   launch_floating<WithBFloat16::Yes>("RMSNorm backward", dy, [&](auto zero) {
     using T = decltype(zero);
     return kernels::RMSNormBackward<T>{saved.input.ptr<T>(),
                                        weight().ptr<T>(),
                                        saved.rstd.ptr<compute_t<T>>(),
-                                       g.rows.ptr<T>(),
-                                       g.stride,
+                                       dy.ptr<T>(),
                                        ptr_or_null<T>(residual_grad),
                                        ptr_or_null<T>(dx),
                                        ptr_or_null<T>(dw),

@@ -14,7 +14,6 @@ class BackwardAddNorm : public FusedOp {
   explicit BackwardAddNorm(const OpList& ops);
   FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
                                const TensorLists& grad_extra_outputs) override;
-  bool takes_uniform_grad() const override { return true; }  // the norm's backward reads it as one row
 };
 
 // The fusion that makes it: its pattern, with the reason for each predicate, and its example model.

@@ -1,7 +1,6 @@
-// Uniform grads (autograd/tape.h): the grad sum and mean give their input travels as one value and
-// is expanded only where the elements are needed. Through a norm it is read as one row; every
-// other consumer, and every leaf, gets it in full. Each test compares the loss's grads with those
-// of the same graph given the full grad explicitly.
+// The grads sum and mean give their input (autograd/reductions.cc): dy, or dy / n, at every
+// element, whatever consumes them: a leaf, a norm (fused with its residual add or not), a Linear.
+// Each test compares the loss's grads with those of the same graph given that grad explicitly.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -17,7 +16,6 @@
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
-#include "tensor/allocator.h"
 #include "tensor/factories.h"
 #include "tests/sequential_testing.h"
 
@@ -67,7 +65,7 @@ void expect_same_grads(const std::vector<Tensor>& actual, const std::vector<Tens
   }
 }
 
-TEST(UniformGrad, SumAndMeanThroughNormsMatchTheFullGrad) {
+TEST(ReductionGrad, SumAndMeanThroughNormsMatchTheExplicitGrad) {
   const Shape shape{13, 37};
   for (bool layer_norm : {false, true}) {
     for (bool fused : {true, false}) {
@@ -77,16 +75,16 @@ TEST(UniformGrad, SumAndMeanThroughNormsMatchTheFullGrad) {
       const std::string what = std::string(layer_norm ? "LayerNorm" : "RMSNorm") + (fused ? " fused" : " unfused");
       for (bool use_mean : {false, true}) {
         const double value = use_mean ? 1.0 / double(shape[0] * shape[1]) : 1.0;
-        const auto uniform = grads_of(seq, x, r, [&](const Tensor& y) { backward(use_mean ? mean(y) : sum(y)); });
-        const auto full_grad =
+        const auto reduced = grads_of(seq, x, r, [&](const Tensor& y) { backward(use_mean ? mean(y) : sum(y)); });
+        const auto explicit_grad =
             grads_of(seq, x, r, [&](const Tensor& y) { backward(y, full(shape, value, DType::Float64)); });
-        expect_same_grads(uniform, full_grad, what + (use_mean ? " mean" : " sum"));
+        expect_same_grads(reduced, explicit_grad, what + (use_mean ? " mean" : " sum"));
       }
     }
   }
 }
 
-TEST(UniformGrad, SumThroughANormPassesFiniteDifferences) {
+TEST(ReductionGrad, MeanThroughAddAndNormPassesFiniteDifferences) {
   for (bool layer_norm : {false, true}) {
     const std::shared_ptr<BasicOp> n = norm(layer_norm, 9);
     Sequential seq = add_and_norm(n);
@@ -102,37 +100,22 @@ TEST(UniformGrad, SumThroughANormPassesFiniteDifferences) {
   }
 }
 
-// The norm reads sum's grad as one row: backward holds dx alone, never a second tensor of the
-// output's size. Alone and after a branch (fused: BackwardAddNorm).
-TEST(UniformGrad, IsNotExpandedBeforeTheNorm) {
-  const Shape shape{512, 256};
-  const size_t tensor_bytes = 512 * 256 * sizeof(double);
-  for (bool branch : {false, true}) {
-    Sequential seq({norm(false, shape[1])});
-    if (branch) seq.insert(0, std::make_shared<MakeExtraOutput>());
-    Tensor x = leaf(shape, 5);
-    CachingAllocator& memory = CachingAllocator::of(Device::cpu());
-    const Tensor loss = sum(seq(x, {}).output);
-    const size_t before = memory.stats().bytes_in_use;
-    memory.reset_peak();
-    backward(loss);
-    EXPECT_LT(memory.stats().peak_bytes_in_use - before, tensor_bytes + tensor_bytes / 2) << seq.describe();
-  }
-}
-
-// A Linear does not take a uniform grad, a leaf gets it in full, and a uniform grad meeting a full
-// one adds as the scalar it stands for.
-TEST(UniformGrad, IsExpandedForEveryOtherConsumer) {
+// Into a Linear and a leaf: sum gives ones, mean 1 / n, and a reduction's grad meeting another adds.
+TEST(ReductionGrad, SumAndMeanIntoALinearAndLeaves) {
   Tensor x = leaf({6, 4}, 7), r = leaf({6, 4}, 8);
   Sequential linear({std::make_shared<Linear>(4, 4), std::make_shared<AddExtraInput>()});
   linear.to(DType::Float64);
-  const auto uniform = grads_of(linear, x, r, [](const Tensor& y) { backward(sum(y)); });
+  const auto reduced = grads_of(linear, x, r, [](const Tensor& y) { backward(sum(y)); });
   const auto expected =
       grads_of(linear, x, r, [](const Tensor& y) { backward(y, full(y.shape(), 1.0, DType::Float64)); });
-  expect_same_grads(uniform, expected, "Linear");
+  expect_same_grads(reduced, expected, "Linear");
 
   backward(sum(x));
+  EXPECT_EQ(x.grad().shape(), x.shape());
   for (double g : x.grad().to_vector<double>()) EXPECT_EQ(g, 1.0);
+  x.zero_grad();
+  backward(scale(mean(x), 3.0));  // a grad of 3 into mean: 3 / 24 at every element
+  for (double g : x.grad().to_vector<double>()) EXPECT_DOUBLE_EQ(g, 3.0 / 24);
   x.zero_grad();
 
   backward(add(mean(x), sum(mul(x, x))));  // d/dx = 1/24 + 2x
@@ -141,7 +124,7 @@ TEST(UniformGrad, IsExpandedForEveryOtherConsumer) {
 }
 
 // x + r hands both leaves the same grad: each gets its own copy, so changing one leaves the other.
-TEST(UniformGrad, LeavesGivenTheSameGradDoNotShareIt) {
+TEST(ReductionGrad, LeavesGivenTheSameGradDoNotShareIt) {
   Sequential seq = add_and_norm(norm(false, 8));
   Tensor x = leaf({3, 8}, 9), r = leaf({3, 8}, 10);
   backward(sum(seq(x, {r}).output));
