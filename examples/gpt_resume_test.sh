@@ -5,10 +5,7 @@
 # and once with two micro-batches a step (--accumulate=2, a Dropout mask per micro-batch).
 set -euo pipefail
 gpt="$1"
-if [ ! -d /usr/share/games/fortunes ]; then
-  echo "SKIP: /usr/share/games/fortunes is missing (apt-get install fortunes)"
-  exit 0
-fi
+source "$(dirname "$0")/require_fortunes.sh"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
 common=(--steps=30 --batch=8 --context=16 --width=32 --heads=2 --layers=1 --dropout=0.1 --seed=3 --sample=0 --val-tokens=2000)
 
