@@ -86,7 +86,8 @@ int train(const Config& c, Communicator& comm) {
     std::printf("%s\n", model.describe().c_str());
   }
 
-  TrainingRun run("charlm", c.run, model, optimizer, {c.batch, c.run.steps / 20, 0.1, 1.0, 50}, leader);
+  const LoopSettings loop{c.batch, c.run.steps / 20, 0.1, 1.0, 50, "--batch=" + std::to_string(c.batch)};
+  TrainingRun run("charlm", c.run, model, optimizer, loop, leader);
   run.record("--context", c.model.context), run.record("--embed", c.model.embed);
   run.record("--hidden", c.model.hidden), run.record("--blocks", c.model.blocks);
   run.keep("data_order", loader);

@@ -91,7 +91,8 @@ int train(Config c) {
   std::printf("%s\n", model.describe().c_str());
 
   const int64_t warmup = std::max<int64_t>(1, c.run.steps / 20);
-  TrainingRun run("gpt", c.run, model, optimizer, {c.batch * c.model.context, warmup, 0.1, 1.0});
+  const std::string sized_by = "--batch=" + std::to_string(c.batch) + " --accumulate=" + std::to_string(c.accumulate);
+  TrainingRun run("gpt", c.run, model, optimizer, {c.batch * c.model.context, warmup, 0.1, 1.0, 10, sized_by});
   run.record("--context", c.model.context), run.record("--width", c.model.width);
   run.record("--layers", c.model.layers), run.record("--heads", c.model.heads), run.record("--dropout", c.model.dropout);
   run.record_text("vocabulary", characters_of(corpus.vocab));

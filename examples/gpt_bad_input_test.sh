@@ -33,5 +33,25 @@ expect_error "--json $dir/missing/out.json: cannot open it" "$gpt" "${small[@]}"
 "$gpt" "${small[@]}" --checkpoint="$dir/good" >/dev/null || { echo "FAIL: the reference run failed"; exit 1; }
 expect_error "is at step 4, past --steps=2" "$gpt" "${small[@]}" --steps=2 --resume --checkpoint="$dir/good"
 expect_error "gpt.safetensors" "$gpt" "${small[@]}" --width=32 --resume --checkpoint="$dir/good"
+# A checkpoint resumes only into the configuration and vocabulary it was saved with, even where
+# the shapes would fit: heads split the same width, and two corpora of as many characters.
+expect_error "gpt.safetensors was saved with --heads=2; this run has --heads=4" \
+  "$gpt" "${small[@]}" --heads=4 --resume --checkpoint="$dir/good"
+for letters in abcdefgh abcdefgx; do
+  mkdir -p "$dir/corpus_$letters"
+  for i in $(seq 40); do printf '%s %s\n%%\n' "$letters" "$i"; done >"$dir/corpus_$letters/words"
+done
+"$gpt" "${small[@]}" --corpus="$dir/corpus_abcdefgh" --checkpoint="$dir/letters" >/dev/null ||
+  { echo "FAIL: the run on a generated corpus failed"; exit 1; }
+expect_error 'saved with vocabulary="\n %123456789abcdefgh"; this run has vocabulary="\n %123456789abcdefgx"' \
+  "$gpt" "${small[@]}" --corpus="$dir/corpus_abcdefgx" --resume --checkpoint="$dir/letters"
+# A batch that does not fit in memory names the step, the bytes and the flags that size it. The
+# memory limit is left out under AddressSanitizer, which reserves more address space than it allows.
+if ! ldd "$gpt" 2>/dev/null | grep -q libasan; then
+  expect_error "training step 1 ran out of memory for its activations and grads (allocate 68719476736 bytes" \
+    bash -c 'ulimit -v 2000000 && exec "$@"' _ "$gpt" "${small[@]}" --batch=65536 --context=256 --width=1024 --heads=8
+  expect_error "they grow with --batch=65536 --accumulate=1 --context=256" \
+    bash -c 'ulimit -v 2000000 && exec "$@"' _ "$gpt" "${small[@]}" --batch=65536 --context=256 --width=1024 --heads=8
+fi
 echo "gpt_bad_input: $((cases - failures)) passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Training 30 steps straight and training 15, saving, then resuming to 30 give the same losses at
-# every step, to the last printed digit, with dropout on (its generators are replayed on resume)
+# every step, to the last printed digit, with dropout on (the checkpoint holds its generators)
 # and the optimizer's two parameter groups (decayed and not) restored; once with one batch a step
 # and once with two micro-batches a step (--accumulate=2, a Dropout mask per micro-batch).
 set -euo pipefail

@@ -10,6 +10,7 @@
 #include "optim/anomaly.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
+#include "tensor/allocator.h"
 #include "tensor/factories.h"
 
 namespace fuselab::examples {
@@ -60,7 +61,7 @@ void add_run_flags(Flags& flags, RunFlags& run) {
   flags.add("steps", run.steps, "training steps", {1, 1'000'000'000});
   flags.add("stop-after", run.stop_after, "stop after this many steps, as an interrupted run would", {1, 1'000'000'000});
   flags.show("stop-after", "= --steps", "[1, --steps]");  // checked once --steps is known
-  flags.add("lr", run.lr, "peak AdamW learning rate (cosine schedule with warm-up)", {1e-9, 10});
+  flags.add("lr", run.lr, "peak learning rate of the schedule (with --resume the checkpoint's lr wins)", {1e-9, 10});
   flags.add("seed", run.seed, "seed of the data order, the initialization, dropout and the sampling", {0, INT64_MAX});
   flags.add("no-fusion", run.no_fusion, "run the model unfused");
   flags.add("device", run.device, "cpu or cuda");
@@ -74,6 +75,7 @@ void add_run_flags(Flags& flags, RunFlags& run) {
 
 void check_run_flags(const std::string& program, const Flags& flags, RunFlags& run) {
   if (!flags.given("stop-after")) run.stop_after = run.steps;
+  run.lr_given = flags.given("lr");
   check_in_range("stop-after", run.stop_after, {1, run.steps});
   check(!run.resume || !run.checkpoint.empty(), program, ": --resume needs --checkpoint=DIR to resume from");
 }
@@ -95,7 +97,11 @@ TrainingRun::TrainingRun(std::string program, RunFlags flags, Sequential& model,
       leader_(leader),
       loss_log_("loss-log", leader ? flags_.loss_log : "", std::ios::app),
       json_("json", leader ? flags_.json : "") {
-  if (leader_ && !flags_.checkpoint.empty()) std::filesystem::create_directories(flags_.checkpoint);
+  check_different_files("json", flags_.json, "loss-log", flags_.loss_log);
+  if (leader_ && !flags_.checkpoint.empty()) {
+    std::filesystem::create_directories(flags_.checkpoint);
+    checkpoint_lock_ = std::make_unique<FolderLock>(program_ + ": --checkpoint", flags_.checkpoint);
+  }
   const auto ops = model.ops();
   for (size_t i = 0; i < ops.size(); ++i) {
     if (auto* dropout = dynamic_cast<Dropout*>(ops[i].get())) {
@@ -149,7 +155,12 @@ void TrainingRun::resume() {
     check(it != saved.tensors.end(), program_, ": checkpoint ", file, " does not hold the state of ", kept.name);
     kept.load(it->second);
   }
-  if (leader_) std::printf("resumed from %s at step %lld\n", file.c_str(), (long long)start_);
+  if (!leader_) return;
+  std::printf("resumed from %s at step %lld\n", file.c_str(), (long long)start_);
+  if (flags_.lr_given) {  // the schedule and the saved moments belong to the saved lr
+    std::fprintf(stderr, "%s: --lr %g is not applied: a resumed run keeps the learning rate its checkpoint saved "
+                 "(%g)\n", program_.c_str(), flags_.lr, optimizer_.groups()[0].lr);
+  }
 }
 
 void TrainingRun::save(int64_t step) {
@@ -165,10 +176,11 @@ bool TrainingRun::train(const std::function<double(int64_t step)>& step_loss) {
   for (int64_t step = start_; step < stop; ++step) {
     optimizer_.set_lr_scale(cosine_with_warmup(step, loop_.warmup, flags_.steps, 1.0, loop_.final_lr_scale));
     optimizer_.zero_grad();
-    last_loss_ = step_loss(step);
+    last_loss_ = step_loss_or_explain(step_loss, step);
     finish_step(step + 1, stop);
   }
   seconds_ = seconds_since(begin_);
+  loss_log_.commit();  // a stopped run's too: --resume appends to it
   if (!leader_) return stop == flags_.steps;
   std::printf("\n");
   if (stop < flags_.steps) {
@@ -176,6 +188,29 @@ bool TrainingRun::train(const std::function<double(int64_t step)>& step_loss) {
     return false;
   }
   return true;
+}
+
+// A step that runs out of memory says what it was doing and which flags size it: a bare
+// std::bad_alloc would name neither.
+double TrainingRun::step_loss_or_explain(const std::function<double(int64_t step)>& step_loss, int64_t step) {
+  auto sizes = [&] {
+    std::string flags = loop_.sized_by;
+    for (const auto& [name, value] : settings_.settings) {
+      if (name.rfind("--", 0) == 0) flags += (flags.empty() ? "" : " ") + name + "=" + value;
+    }
+    return flags;
+  };
+  const Device device = model_.parameters().empty() ? Device::cpu() : model_.parameters()[0].device();
+  const size_t in_use = CachingAllocator::of(device).stats().bytes_in_use;
+  try {
+    return step_loss(step);
+  } catch (const OutOfMemory& e) {
+    fail(program_, ": training step ", step + 1, " ran out of memory for its activations and grads (", e.what(),
+         ", with ", in_use, " bytes in use before the step); they grow with ", sizes(), ": give smaller values");
+  } catch (const std::bad_alloc&) {
+    fail(program_, ": training step ", step + 1, " ran out of host memory for its batch (", in_use, " bytes on ",
+         device, " in use before the step); it grows with ", sizes(), ": give smaller values");
+  }
 }
 
 // Everything after the forward and backward passes of step `step` (counted from 1).
@@ -212,6 +247,7 @@ void TrainingRun::write_json(const std::vector<std::pair<std::string, double>>& 
   text += "\"steps\": " + json_number(double(flags_.steps)) + ", \"tokens_per_s\": " + json_number(tokens_per_s()) +
           ", \"steps_per_s\": " + json_number(steps_per_s()) + ", \"fused\": " + (flags_.no_fusion ? "false" : "true");
   json_.write(text, "}\n");
+  json_.commit();
 }
 
 int main_reporting_errors(const std::function<int()>& body) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "examples/flags.h"
+#include "examples/folder_lock.h"
 #include "examples/output_file.h"
 #include "fuser/sequential.h"
 #include "optim/checkpoint.h"
@@ -29,6 +30,7 @@ struct RunFlags {
   int64_t steps = 1000, stop_after = 0, checkpoint_every = 500, seed = 0;
   double lr = 1e-3;
   bool no_fusion = false, resume = false, detect_anomaly = false;
+  bool lr_given = false;  // --lr was on the command line (a resumed run says it keeps the checkpoint's)
   std::string device = "cpu", checkpoint, json, loss_log;
 };
 
@@ -47,13 +49,17 @@ struct LoopSettings {
   double final_lr_scale = 1;    // where the decay ends, times --lr (1: a constant lr)
   double max_grad_norm = 0;     // the grad norm is clipped to this (0: no clipping)
   int64_t progress_every = 10;  // steps between updates of the progress bar
+  // The data flags that size a step's memory, as "--batch=32": a step that runs out of memory
+  // names them and the recorded model settings.
+  std::string sized_by;
 };
 
 class TrainingRun {
  public:
   // `leader`: whether this process prints, logs and writes files (rank 0 of data-parallel ranks).
-  // Opens --json and --loss-log and creates the --checkpoint folder now, so a path that cannot be
-  // written fails before any training; finds the model's Dropouts, whose generators it saves.
+  // Opens --json and --loss-log and creates and locks the --checkpoint folder now (examples/
+  // folder_lock.h), so a path that cannot be written, or a folder another run writes to, fails
+  // before any training; finds the model's Dropouts, whose generators it saves.
   TrainingRun(std::string program, RunFlags flags, Sequential& model, Optimizer& optimizer, LoopSettings loop,
               bool leader = true);
   ~TrainingRun();
@@ -78,7 +84,10 @@ class TrainingRun {
   // Resumes from the checkpoint with --resume, then runs the steps to --stop-after. Each step sets
   // the scheduled lr, zeroes the grads, calls step_loss(step) (the forward and backward passes,
   // returning the step's loss), checks and clips the grads, steps the optimizer, checks the loss,
-  // logs it and saves a checkpoint when due. Returns whether the run reached --steps.
+  // logs it and saves a checkpoint when due. A step that runs out of memory is an error saying how
+  // much it asked for and which flags size it. When the run ends the --loss-log file is renamed
+  // into place (examples/output_file.h), as --json is when written. Returns whether the run
+  // reached --steps.
   bool train(const std::function<double(int64_t step)>& step_loss);
 
   int64_t start() const { return start_; }  // the step the run began (or resumed) at
@@ -99,6 +108,7 @@ class TrainingRun {
   std::string checkpoint_file() const;
   RunState run_state() const;
   void resume();
+  double step_loss_or_explain(const std::function<double(int64_t step)>& step_loss, int64_t step);
   void finish_step(int64_t step, int64_t stop);
   void save(int64_t step);
 
@@ -110,6 +120,7 @@ class TrainingRun {
   bool leader_;
   RunState settings_;  // only its settings: what the run was started with
   std::vector<Kept> kept_;
+  std::unique_ptr<FolderLock> checkpoint_lock_;  // held while the run may write checkpoints
   OutputFile loss_log_, json_;
   int64_t start_ = 0, done_ = 0;  // done_: the steps this process ran
   double seconds_ = 0, last_loss_ = 0;
