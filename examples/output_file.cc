@@ -1,6 +1,7 @@
 #include "examples/output_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,6 +21,10 @@ OutputFile::OutputFile(const std::string& flag, const std::string& path, std::io
     file_.open(path, std::ios::out | mode);
   } else {
     temporary_ = path + ".tmp";
+    lock_fd_ = ::open(temporary_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    check(lock_fd_ >= 0, "--", flag_, " ", path_, ": cannot open it for writing: ", std::strerror(errno));
+    check(::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0, "--", flag_, " ", path_, ": another run is writing it (it holds ",
+          temporary_, ")");
     if (exists && (mode & std::ios::app)) {
       fs::copy_file(path, temporary_, fs::copy_options::overwrite_existing, error);
       check(!error, "--", flag_, " ", path_, ": cannot copy it to ", temporary_, " to append to: ", error.message());
@@ -30,9 +35,11 @@ OutputFile::OutputFile(const std::string& flag, const std::string& path, std::io
 }
 
 OutputFile::~OutputFile() {
-  if (temporary_.empty() || !file_.is_open()) return;
-  file_.close();
-  std::remove(temporary_.c_str());
+  if (file_.is_open() && !temporary_.empty()) {
+    file_.close();
+    std::remove(temporary_.c_str());
+  }
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 void OutputFile::check_written() {

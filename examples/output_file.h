@@ -5,6 +5,8 @@
 // cannot be written fails before any training, and each write is flushed and checked, so a full
 // disk is an error naming the flag instead of a missing file. A path that exists and is not a
 // regular file (/dev/full, a pipe) is written directly: there is nothing to replace atomically.
+// The temporary is locked (flock) while it is written, so a second run writing the same file
+// fails naming it rather than overwriting the first's temporary.
 #pragma once
 
 #include <ios>
@@ -40,6 +42,7 @@ class OutputFile {
   void check_written();
 
   std::string flag_, path_, temporary_;  // temporary_: empty when writing to path_ directly
+  int lock_fd_ = -1;                      // holds the flock on the temporary
   std::ofstream file_;
 };
 

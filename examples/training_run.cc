@@ -55,6 +55,14 @@ std::string json_number(double value) {
   return text.str();
 }
 
+// The --checkpoint folder, created and locked (none when empty), so that two runs cannot write
+// one checkpoint.
+std::unique_ptr<FolderLock> lock_checkpoint_folder(const std::string& program, const std::string& folder) {
+  if (folder.empty()) return nullptr;
+  std::filesystem::create_directories(folder);
+  return std::make_unique<FolderLock>(program + ": --checkpoint", folder);
+}
+
 }  // namespace
 
 void add_run_flags(Flags& flags, RunFlags& run) {
@@ -76,6 +84,7 @@ void add_run_flags(Flags& flags, RunFlags& run) {
 void check_run_flags(const std::string& program, const Flags& flags, RunFlags& run) {
   if (!flags.given("stop-after")) run.stop_after = run.steps;
   run.lr_given = flags.given("lr");
+  check_different_files("json", run.json, "loss-log", run.loss_log);
   check_in_range("stop-after", run.stop_after, {1, run.steps});
   check(!run.resume || !run.checkpoint.empty(), program, ": --resume needs --checkpoint=DIR to resume from");
 }
@@ -95,13 +104,9 @@ TrainingRun::TrainingRun(std::string program, RunFlags flags, Sequential& model,
       optimizer_(optimizer),
       loop_(loop),
       leader_(leader),
+      checkpoint_lock_(lock_checkpoint_folder(program_, leader ? flags_.checkpoint : "")),
       loss_log_("loss-log", leader ? flags_.loss_log : "", std::ios::app),
       json_("json", leader ? flags_.json : "") {
-  check_different_files("json", flags_.json, "loss-log", flags_.loss_log);
-  if (leader_ && !flags_.checkpoint.empty()) {
-    std::filesystem::create_directories(flags_.checkpoint);
-    checkpoint_lock_ = std::make_unique<FolderLock>(program_ + ": --checkpoint", flags_.checkpoint);
-  }
   const auto ops = model.ops();
   for (size_t i = 0; i < ops.size(); ++i) {
     if (auto* dropout = dynamic_cast<Dropout*>(ops[i].get())) {
@@ -153,7 +158,11 @@ void TrainingRun::resume() {
   for (const Kept& kept : kept_) {
     auto it = saved.tensors.find(kept.name);
     check(it != saved.tensors.end(), program_, ": checkpoint ", file, " does not hold the state of ", kept.name);
-    kept.load(it->second);
+    try {
+      kept.load(it->second);
+    } catch (const Error& e) {
+      fail(program_, ": checkpoint ", file, ": ", kept.name, ": ", e.what());
+    }
   }
   if (!leader_) return;
   std::printf("resumed from %s at step %lld\n", file.c_str(), (long long)start_);

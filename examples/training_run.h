@@ -37,7 +37,7 @@ struct RunFlags {
 // Declares the shared flags, their current values the defaults --help shows.
 void add_run_flags(Flags& flags, RunFlags& run);
 // After Flags::parse: --stop-after defaults to --steps and must not pass it; --resume needs
-// --checkpoint.
+// --checkpoint; --json and --loss-log must be two files.
 void check_run_flags(const std::string& program, const Flags& flags, RunFlags& run);
 // --device as a Device; throws unless it is cpu, or cuda on a machine with a CUDA device.
 Device run_device(const std::string& program, const RunFlags& run);
@@ -120,7 +120,7 @@ class TrainingRun {
   bool leader_;
   RunState settings_;  // only its settings: what the run was started with
   std::vector<Kept> kept_;
-  std::unique_ptr<FolderLock> checkpoint_lock_;  // held while the run may write checkpoints
+  std::unique_ptr<FolderLock> checkpoint_lock_;  // taken before the output files are opened
   OutputFile loss_log_, json_;
   int64_t start_ = 0, done_ = 0;  // done_: the steps this process ran
   double seconds_ = 0, last_loss_ = 0;

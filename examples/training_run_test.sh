@@ -2,7 +2,7 @@
 # What examples/training_run.h promises about the files a run writes, shown on charlm: an old
 # --json or --loss-log file survives a run that is killed or stops early; --json and --loss-log
 # cannot name one file; two runs cannot share a --checkpoint folder (the second names the first's
-# process); and --lr given with --resume says that the checkpoint's lr wins.
+# process) or a --loss-log file; and --lr given with --resume says that the checkpoint's lr wins.
 set -uo pipefail
 charlm="$1"
 words="$2"
@@ -49,12 +49,13 @@ expect_error "--json $dir/same.txt and --loss-log $dir/same.txt name the same fi
 expect_error "--json $dir/same.txt and --loss-log $dir/./same.txt name the same file" \
   "$charlm" "${small[@]}" --json="$dir/same.txt" --loss-log="$dir/./same.txt"
 
-# A second run on a --checkpoint folder in use fails naming the process that holds it.
-"$charlm" "${small[@]}" --steps=100000000 --checkpoint="$dir/shared" >/dev/null &
+# A second run on a --checkpoint folder or a --loss-log file in use fails naming the holder.
+"$charlm" "${small[@]}" --steps=100000000 --checkpoint="$dir/shared" --loss-log="$dir/shared.log" >/dev/null &
 run=$!
 wait_for "$dir/shared/.lock" || fail "the first run never locked its --checkpoint folder"
 expect_error "--checkpoint: the folder $dir/shared is in use by process $run" \
   "$charlm" "${small[@]}" --checkpoint="$dir/shared"
+expect_error "--loss-log $dir/shared.log: another run is writing it" "$charlm" "${small[@]}" --loss-log="$dir/shared.log"
 kill -9 "$run" && wait "$run" 2>/dev/null
 cases=$((cases + 1))
 "$charlm" "${small[@]}" --checkpoint="$dir/shared" >/dev/null || fail "the folder stayed locked after its run ended"
