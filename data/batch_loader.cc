@@ -21,6 +21,7 @@ int64_t BatchLoader::batches_per_epoch() const {
 }
 
 void BatchLoader::start_epoch() {
+  epoch_start_ = gen_.state();
   order_.resize(size_t(num_examples_));
   std::iota(order_.begin(), order_.end(), 0);
   if (shuffle_) {  // Fisher-Yates from the seeded generator: the same order on every machine
@@ -28,6 +29,28 @@ void BatchLoader::start_epoch() {
   }
   position_ = 0;
   ++epoch_;
+}
+
+Tensor BatchLoader::state() const {
+  std::vector<int64_t> words = {num_examples_, batch_size_, epoch_, position_};
+  for (uint64_t word : epoch_start_) words.push_back(int64_t(word));
+  return from_vector<int64_t>(words, {int64_t(words.size())});
+}
+
+void BatchLoader::load_state(const Tensor& state) {
+  check(state.dtype() == DType::Int64 && state.shape() == Shape{10}, "BatchLoader: a saved state is int64 [10], got ",
+        state.dtype(), " ", state.shape());
+  const std::vector<int64_t> words = state.to(Device::cpu()).to_vector<int64_t>();
+  check(words[0] == num_examples_ && words[1] == batch_size_, "BatchLoader: the saved data order is of ", words[0],
+        " examples in batches of ", words[1], "; this loader's is of ", num_examples_, " in batches of ", batch_size_);
+  check(words[2] >= 0 && words[3] >= 0 && words[3] <= num_examples_, "BatchLoader: the saved epoch ", words[2],
+        " and position ", words[3], " are not a place in ", num_examples_, " examples");
+  Generator::State start;
+  for (size_t i = 0; i < start.size(); ++i) start[i] = uint64_t(words[4 + i]);
+  gen_.set_state(start);
+  start_epoch();  // the same shuffle as when the epoch began
+  epoch_ = words[2];
+  position_ = words[3];
 }
 
 std::vector<int64_t> BatchLoader::next() {

@@ -23,6 +23,14 @@ class BatchLoader {
   int64_t epoch() const { return epoch_; }
   int64_t batches_per_epoch() const;
 
+  // Where the loader is, for checkpoints: an int64 [10] CPU tensor of the example count and batch
+  // size it was made with, the epoch, the position in it, and the generator's state as the epoch
+  // began (the epoch's order is shuffled again from it, not saved: it can be millions of entries).
+  // load_state continues exactly where state() was taken; it throws, naming both values, when the
+  // example count or the batch size differ from this loader's, and changes nothing then.
+  Tensor state() const;
+  void load_state(const Tensor& state);
+
  private:
   void start_epoch();
 
@@ -30,6 +38,7 @@ class BatchLoader {
   bool shuffle_;
   LastBatch last_;
   Generator gen_;
+  Generator::State epoch_start_;  // gen_ before this epoch's shuffle
   std::vector<int64_t> order_;
   int64_t position_ = 0, epoch_ = -1;
 };

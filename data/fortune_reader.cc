@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "tensor/error.h"
@@ -33,12 +34,16 @@ std::string read_file(const std::string& path) {
 std::vector<std::string> fortune_files(const std::string& folder) {
   namespace fs = std::filesystem;
   check(fs::is_directory(folder), "fortune_files ", folder, ": no such folder", install_hint(folder));
-  std::vector<std::string> paths;
+  std::vector<std::string> entries, paths;
   for (const fs::directory_entry& entry : fs::directory_iterator(folder)) {
-    if (entry.is_symlink() || !entry.is_regular_file() || entry.path().extension() == ".dat") continue;
-    paths.push_back(entry.path().string());
+    // is_regular_file follows a link: a link to a fortune file is one, a dangling link is not.
+    if (entry.is_regular_file() && entry.path().extension() != ".dat") entries.push_back(entry.path().string());
   }
-  std::sort(paths.begin(), paths.end());
+  std::sort(entries.begin(), entries.end());
+  std::set<fs::path> files;  // each file once, by the path it resolves to; the first name in order wins
+  for (const std::string& entry : entries) {
+    if (files.insert(fs::canonical(entry)).second) paths.push_back(entry);
+  }
   check(!paths.empty(), "fortune_files ", folder, ": holds no fortune files", install_hint(folder));
   return paths;
 }

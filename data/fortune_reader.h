@@ -15,9 +15,10 @@ namespace fuselab {
 // Where Debian's fortunes and fortunes-min packages put their files.
 inline constexpr const char* kFortuneFolder = "/usr/share/games/fortunes";
 
-// The fortune text files in `folder`, sorted by name: regular files only, so the `.u8`
-// symbolic links (the same files again) and subfolders (the rot13 `off/` of fortunes-off) are
-// left out, and so are the `.dat` index files.
+// The fortune text files in `folder`, sorted by name: regular files and symbolic links to them,
+// each file once (the `.u8` links beside Debian's files are the same files again, and a link to
+// a file already listed is left out); subfolders (the rot13 `off/` of fortunes-off), links to
+// anything but a regular file and the `.dat` index files are left out.
 std::vector<std::string> fortune_files(const std::string& folder = kFortuneFolder);
 
 // The text as a terminal shows it: overstriking resolved, control bytes but '\n' and '\t' dropped.

@@ -19,6 +19,9 @@ class WindowSampler {
   Tensor next();  // int64 [batch, context + 1]
   int64_t epoch() const { return starts_.epoch(); }
   int64_t batches_per_epoch() const { return starts_.batches_per_epoch(); }
+  // Where the sampler is, for checkpoints (BatchLoader::state).
+  Tensor state() const { return starts_.state(); }
+  void load_state(const Tensor& state) { starts_.load_state(state); }
 
  private:
   Tensor tokens_;

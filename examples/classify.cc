@@ -3,8 +3,8 @@
 // with the training set's mean and deviation. The model (examples/models.h) is Linear, Bias, GELU,
 // Linear, Bias, GELU, Linear, Bias.
 //
-//   bazel run -c opt //examples:classify -- [--data=FILE.csv] [--label-column=-1] [--steps=N]
-//       [--hidden=H] [--seed=S] [--no-fusion]
+//   bazel run -c opt //examples:classify -- [--data=FILE.csv] [--label-column=-1] [--hidden=H]
+//       and the flags every training program has (examples/training_run.h: --steps, --lr, --seed, ...)
 //
 // --help lists every flag with its default and its range.
 #include <algorithm>
@@ -14,14 +14,15 @@
 #include "autograd/functional.h"
 #include "data/batch_loader.h"
 #include "data/csv.h"
-#include "examples/flags.h"
 #include "examples/models.h"
+#include "examples/training_run.h"
 #include "fuser/sequential.h"
 #include "optim/adamw.h"
-#include "optim/anomaly.h"
+#include "runtime/runtime.h"
 #include "tensor/factories.h"
 
 using namespace fuselab;
+using namespace fuselab::examples;
 
 namespace {
 
@@ -42,6 +43,10 @@ Tensor standardize(const Tensor& x, const Tensor& reference) {
   return from_vector<float>(v, x.shape());
 }
 
+struct Split {
+  Tensor train_x, train_y, test_x, test_y;
+};
+
 double accuracy(const Tensor& logits, const Tensor& labels) {
   const auto l = logits.to_vector<float>();
   const auto y = labels.to_vector<int64_t>();
@@ -55,22 +60,47 @@ double accuracy(const Tensor& logits, const Tensor& labels) {
   return double(correct) / double(y.size());
 }
 
+// The accuracy on the training and test rows, printed with the test loss and written to --json.
+void report(TrainingRun& run, Sequential& model, const Split& data, Device device) {
+  NoGradGuard no_grad;
+  model.eval();
+  const Tensor test_logits = model(data.test_x.to(device)).to(Device::cpu());
+  const double train_accuracy = accuracy(model(data.train_x.to(device)).to(Device::cpu()), data.train_y);
+  const double test_accuracy = accuracy(test_logits, data.test_y), test_loss = cross_entropy(test_logits, data.test_y).item();
+  std::printf("train accuracy %.1f%%, test accuracy %.1f%% (test loss %.4f)\n", 100 * train_accuracy,
+              100 * test_accuracy, test_loss);
+  run.write_json({{"train_accuracy", train_accuracy}, {"test_accuracy", test_accuracy}, {"test_loss", test_loss}});
+}
+
+// The rows split 80/20 into train and test by one seeded shuffle, standardized by the training rows.
+Split split(const LabeledData& data, const std::string& path, int64_t seed) {
+  const int64_t n = data.labels.size(0), train_rows = n * 4 / 5;
+  check(train_rows > 0 && train_rows < n, "classify: ", path, " needs at least 2 rows");
+  const std::vector<int64_t> order = BatchLoader(n, n, uint64_t(seed)).next();
+  const std::vector<int64_t> train_idx(order.begin(), order.begin() + train_rows);
+  const std::vector<int64_t> test_idx(order.begin() + train_rows, order.end());
+  const Tensor train_x_raw = take_rows(data.features, train_idx);
+  return {standardize(train_x_raw, train_x_raw), take_rows(data.labels, train_idx),
+          standardize(take_rows(data.features, test_idx), train_x_raw), take_rows(data.labels, test_idx)};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    examples::Flags flags("classify", "Trains an MLP classifier on a CSV file of numeric features and an integer label.");
+  use_passive_waits(argc, argv);  // this program's choice for a shared machine (docs/settings.md)
+  return main_reporting_errors([&] {
+    Flags flags("classify", "Trains an MLP classifier on a CSV file of numeric features and an integer label.");
+    RunFlags c;
+    c.steps = 600, c.lr = 3e-3;
     std::string path = "examples/data/blobs.csv";
-    int64_t label_column = -1, steps = 600, hidden = examples::ClassifyConfig{}.hidden, seed = 0;
-    bool no_fusion = false;
+    int64_t label_column = -1, hidden = ClassifyConfig{}.hidden;
+    add_run_flags(flags, c);
     flags.add("data", path, "the CSV file, with a header line");
     flags.add("label-column", label_column, "the label's column; negative counts from the end", {-(1 << 20), 1 << 20});
-    flags.add("steps", steps, "training steps", {1, 1'000'000'000});
     flags.add("hidden", hidden, "width of the hidden layer", {1, 8192});
-    flags.add("seed", seed, "seed of the train/test split and the initialization", {0, INT64_MAX});
-    flags.add("no-fusion", no_fusion, "run the model unfused");
     if (!flags.parse(argc, argv)) return 0;
-    const bool fusion = !no_fusion;
+    check_run_flags("classify", flags, c);
+    const Device device = run_device("classify", c);
 
     const LabeledData data = read_csv(path, int(label_column));
     const int64_t n = data.labels.size(0), features = data.features.size(1);
@@ -78,41 +108,29 @@ int main(int argc, char** argv) {
     const int64_t classes = *std::max_element(labels.begin(), labels.end()) + 1;
     check(classes <= n, "classify: ", path, ": the largest label is ", classes - 1, ", which means ", classes,
           " classes for only ", n, " rows; labels must be class ids 0..K-1");
-    const std::vector<int64_t> order = BatchLoader(n, n, seed).next();  // one seeded shuffle of all rows
-    Generator gen(seed);
-    const int64_t train_rows = n * 4 / 5;
-    check(train_rows > 0 && train_rows < n, "classify: ", path, " needs at least 2 rows");
-    const std::vector<int64_t> train_idx(order.begin(), order.begin() + train_rows);
-    const std::vector<int64_t> test_idx(order.begin() + train_rows, order.end());
-    const Tensor train_x_raw = take_rows(data.features, train_idx);
-    const Tensor train_x = standardize(train_x_raw, train_x_raw);
-    const Tensor test_x = standardize(take_rows(data.features, test_idx), train_x_raw);
-    const Tensor train_y = take_rows(data.labels, train_idx), test_y = take_rows(data.labels, test_idx);
-
-    Sequential model = examples::classify_model({features, hidden, classes}, gen);
-    model.set_fusion_switches(fusion);
-    AdamW optimizer(model.parameters(), {3e-3, 0.9, 0.999, 1e-8, 1e-4});
-    BatchLoader loader(train_rows, 64, seed + 1);
+    const Split rows = split(data, path, c.seed);
+    const int64_t train_rows = rows.train_y.size(0);
+    Generator gen(uint64_t(c.seed));
+    Sequential model = classify_model({features, hidden, classes}, gen);
+    model.set_fusion_switches(!c.no_fusion);
+    model.to(device);
+    AdamW optimizer(model.parameters(), {c.lr, 0.9, 0.999, 1e-8, 1e-4});
+    BatchLoader loader(train_rows, 64, uint64_t(c.seed) + 1);
     std::printf("classify: %s, %lld rows (%lld train / %lld test), %lld features, %lld classes, fusion %s\n",
                 path.c_str(), (long long)n, (long long)train_rows, (long long)(n - train_rows), (long long)features,
-                (long long)classes, fusion ? "on" : "off");
-    for (int64_t step = 1; step <= steps; ++step) {
-      const auto rows = loader.next();
-      optimizer.zero_grad();
-      const Tensor loss = cross_entropy(model(take_rows(train_x, rows)), take_rows(train_y, rows));
-      check_finite_loss("classify", loss.item(), step);
+                (long long)classes, c.no_fusion ? "off" : "on");
+    // A constant lr, no clipping: the batch's rows are its tokens.
+    TrainingRun run("classify", c, model, optimizer, {64, 0, 1.0, 0, 100});
+    run.record("--hidden", hidden);
+    run.keep("data_order", loader);
+    const bool finished = run.train([&](int64_t) {
+      const auto batch = loader.next();
+      const Tensor loss = cross_entropy(model(take_rows(rows.train_x, batch).to(device)),
+                                        take_rows(rows.train_y, batch).to(device));
       backward(loss);
-      optimizer.step();
-      if (step % 100 == 0 || step == steps) std::printf("step %4lld  batch loss %.4f\n", (long long)step, loss.item());
-    }
-    NoGradGuard no_grad;
-    model.eval();
-    const Tensor test_logits = model(test_x);
-    std::printf("train accuracy %.1f%%, test accuracy %.1f%% (test loss %.4f)\n", 100 * accuracy(model(train_x), train_y),
-                100 * accuracy(test_logits, test_y), cross_entropy(test_logits, test_y).item());
+      return loss.item();
+    });
+    if (finished) report(run, model, rows, device);
     return 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
-  }
+  });
 }

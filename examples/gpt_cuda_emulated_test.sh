@@ -4,10 +4,7 @@
 # evaluates and samples, and its losses follow the same binary's --device cpu run step by step.
 set -euo pipefail
 gpt="$1"
-if [ ! -d /usr/share/games/fortunes ]; then
-  echo "SKIP: /usr/share/games/fortunes is missing (apt-get install fortunes)"
-  exit 0
-fi
+source "$(dirname "$0")/require_fortunes.sh"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
 common=(--steps=4 --batch=2 --context=8 --width=16 --heads=2 --layers=1 --dropout=0.1 --seed=3 --sample=20
         --val-tokens=64)

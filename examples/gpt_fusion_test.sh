@@ -4,10 +4,7 @@
 set -euo pipefail
 gpt="$1"
 compare="$2"
-if [ ! -d /usr/share/games/fortunes ]; then
-  echo "SKIP: /usr/share/games/fortunes is missing (apt-get install fortunes)"
-  exit 0
-fi
+source "$(dirname "$0")/require_fortunes.sh"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
 common=(--steps=30 --batch=8 --context=16 --width=32 --heads=2 --layers=2 --dropout=0.1 --seed=5 --sample=0 --val-tokens=2000)
 "$gpt" "${common[@]}" --loss-log="$dir/fused.txt" > "$dir/fused_out.txt"

@@ -1,14 +1,11 @@
 #!/usr/bin/env bash
 # gpt learns: after a short run of a small GPT on Debian's fortunes its validation loss is below
 # the unigram baseline (predicting every character from its frequency alone) by a clear margin.
-# Skips, saying so, where the fortunes package is not installed.
+# Fails, saying how to install it, where the fortunes package is not installed.
 set -euo pipefail
 gpt="$1"
 shift
-if [ ! -d /usr/share/games/fortunes ]; then
-  echo "SKIP: /usr/share/games/fortunes is missing (apt-get install fortunes)"
-  exit 0
-fi
+source "$(dirname "$0")/require_fortunes.sh"
 out="${TEST_TMPDIR:-$(mktemp -d)}/gpt_out.txt"
 "$gpt" "$@" > "$out"
 line=$(grep "^validation loss" "$out")

@@ -1,14 +1,11 @@
 #!/usr/bin/env bash
 # Training 30 steps straight and training 15, saving, then resuming to 30 give the same losses at
-# every step, to the last printed digit, with dropout on (its generators are replayed on resume)
+# every step, to the last printed digit, with dropout on (the checkpoint holds its generators)
 # and the optimizer's two parameter groups (decayed and not) restored; once with one batch a step
 # and once with two micro-batches a step (--accumulate=2, a Dropout mask per micro-batch).
 set -euo pipefail
 gpt="$1"
-if [ ! -d /usr/share/games/fortunes ]; then
-  echo "SKIP: /usr/share/games/fortunes is missing (apt-get install fortunes)"
-  exit 0
-fi
+source "$(dirname "$0")/require_fortunes.sh"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
 common=(--steps=30 --batch=8 --context=16 --width=32 --heads=2 --layers=1 --dropout=0.1 --seed=3 --sample=0 --val-tokens=2000)
 

@@ -101,6 +101,17 @@ Sequential gpt_model(const GptConfig& c, Generator& gen) {
   return model;
 }
 
+std::vector<ParamGroup> gpt_decay_groups(const Sequential& model, double weight_decay) {
+  ParamGroup decayed{{}, weight_decay}, not_decayed{{}, 0.0};
+  for (const auto& op : model.ops()) {
+    auto* linear = dynamic_cast<Linear*>(op.get());
+    for (const Tensor& p : op->parameters()) {
+      (linear && p.same(linear->weight()) ? decayed : not_decayed).params.push_back(p);
+    }
+  }
+  return {decayed, not_decayed};
+}
+
 Batch gpt_batch(const GptConfig& c, int64_t rows, DType, Device device, Generator& gen) {
   const Tensor ids = randint({rows, c.context}, c.vocab, &gen).to(device);
   const Tensor next = randint({rows * c.context}, c.vocab, &gen).to(device);

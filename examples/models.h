@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fuser/sequential.h"
+#include "optim/optimizer.h"
 #include "tensor/random.h"
 #include "tensor/tensor.h"
 
@@ -55,6 +56,10 @@ struct GptConfig {
   double dropout = 0;  // on the attention probabilities
 };
 Sequential gpt_model(const GptConfig& config, Generator& gen);
+// GPT's weight decay split, as minGPT's: group 0, the Linear weight matrices, decays by
+// `weight_decay`; group 1, biases, LayerNorm gains and shifts and the token and position
+// embeddings, does not (they set offsets and scales, which decay would only pull toward 0).
+std::vector<ParamGroup> gpt_decay_groups(const Sequential& model, double weight_decay);
 // Token ids [rows, context] (int64, of any dtype asked); cross entropy of the logits viewed as
 // [rows context, vocab] against random next ids, as the example trains.
 Batch gpt_batch(const GptConfig& config, int64_t rows, DType dtype, Device device, Generator& gen);

@@ -1,16 +1,18 @@
-// A file that an example writes for its user (--json, --loss-log). It is opened when the run
-// starts, so a path that cannot be written fails before any training, and each write is flushed
-// and checked, so a full disk or /dev/full is an error naming the flag instead of a missing file.
-// A file it created but never wrote to (the run failed or stopped early) is removed again, so no
-// empty file is left to be taken for a result.
+// A file that an example writes for its user (--json, --loss-log). The run writes a temporary,
+// `<path>.tmp`, and commit() renames it over the path once the run has done its work, so an old
+// file survives a run that is killed, fails or stops early (--stop-after) untouched, and nobody
+// takes half a file for a result. The temporary is opened when the run starts, so a path that
+// cannot be written fails before any training, and each write is flushed and checked, so a full
+// disk is an error naming the flag instead of a missing file. A path that exists and is not a
+// regular file (/dev/full, a pipe) is written directly: there is nothing to replace atomically.
+// The temporary is locked (flock) while it is written, so a second run writing the same file
+// fails naming it rather than overwriting the first's temporary.
 #pragma once
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <ios>
 #include <string>
+
+#include <fstream>
 
 #include "tensor/error.h"
 
@@ -18,20 +20,10 @@ namespace fuselab::examples {
 
 class OutputFile {
  public:
-  // An empty path writes nothing: the flag was not given.
-  OutputFile(const std::string& flag, const std::string& path, std::ios::openmode mode = std::ios::trunc)
-      : flag_(flag), path_(path) {
-    if (path.empty()) return;
-    std::error_code error;
-    created_ = !std::filesystem::exists(path, error);
-    file_.open(path, std::ios::out | mode);
-    check(file_.is_open(), "--", flag_, " ", path_, ": cannot open it for writing: ", std::strerror(errno));
-  }
-  ~OutputFile() {
-    if (!created_ || written_) return;
-    file_.close();
-    std::remove(path_.c_str());
-  }
+  // An empty path writes nothing: the flag was not given. std::ios::app starts the temporary
+  // with the file's present contents, so commit() leaves them followed by what the run wrote.
+  OutputFile(const std::string& flag, const std::string& path, std::ios::openmode mode = std::ios::trunc);
+  ~OutputFile();  // removes an uncommitted temporary
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
 
@@ -40,14 +32,23 @@ class OutputFile {
   void write(const Parts&... parts) {
     if (!file_.is_open()) return;
     (file_ << ... << parts) << std::flush;
-    written_ = true;
-    check(file_.good(), "--", flag_, " ", path_, ": write failed: ", std::strerror(errno));
+    check_written();
   }
 
+  // Closes the temporary, writes it to the disk (fsync) and renames it over the path.
+  void commit();
+
  private:
-  std::string flag_, path_;
+  void check_written();
+
+  std::string flag_, path_, temporary_;  // temporary_: empty when writing to path_ directly
+  int lock_fd_ = -1;                      // holds the flock on the temporary
   std::ofstream file_;
-  bool created_ = false, written_ = false;
 };
+
+// Throws naming both flags when two output files name the same file (two writers of one file
+// would each rename their own temporary over the other's).
+void check_different_files(const std::string& flag_a, const std::string& path_a, const std::string& flag_b,
+                           const std::string& path_b);
 
 }  // namespace fuselab::examples

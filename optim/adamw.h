@@ -27,6 +27,7 @@ class AdamW : public Optimizer {
   void update(const GroupHyper& group, const std::vector<size_t>& stepped,
               const std::vector<Tensor>& grads) override;
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  std::vector<std::string> non_negative_buffers() const override { return {"exp_avg_sq"}; }
   AdamWOptions options_;
 };
 

@@ -6,7 +6,19 @@
 namespace fuselab {
 
 namespace {
-const std::string kOptimizerPrefix = "optimizer.";
+const std::string kOptimizerPrefix = "optimizer.", kRunPrefix = "run.";
+
+bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
+
+// The "run." entries of `all`, without the prefix.
+template <class Map>
+Map run_entries(const Map& all) {
+  Map entries;
+  for (const auto& [name, value] : all) {
+    if (starts_with(name, kRunPrefix)) entries[name.substr(kRunPrefix.size())] = value;
+  }
+  return entries;
+}
 
 // The step in the metadata, which must be a non-negative integer and agree with the optimizer's
 // own count (a flipped digit in either would silently skip or replay steps).
@@ -25,23 +37,38 @@ int64_t checked_step(const std::string& path, const Metadata& metadata, const Na
   return *step;
 }
 
+// Each of this run's settings must have been saved, with the same value.
+void check_settings(const std::string& path, const Metadata& saved, const Metadata& wanted) {
+  for (const auto& [name, value] : wanted) {
+    auto it = saved.find(kRunPrefix + name);
+    check(it != saved.end(), "checkpoint ", path, " does not record ", name, "; this run has ", name, "=", value);
+    check(it->second == value, "checkpoint ", path, " was saved with ", name, "=", it->second, "; this run has ",
+          name, "=", value);
+  }
+}
+
 }  // namespace
 
-void save_checkpoint(const std::string& path, const NamedTensors& params, const Optimizer& optimizer, int64_t step) {
+void save_checkpoint(const std::string& path, const NamedTensors& params, const Optimizer& optimizer, int64_t step,
+                     const RunState& run) {
   check(step == optimizer.steps(), "save_checkpoint ", path, ": step ", step, " disagrees with the optimizer's ",
         optimizer.steps(), " steps; a checkpoint with both could not be resumed");
   NamedTensors tensors = params;
   for (const auto& [name, value] : optimizer.state()) tensors[kOptimizerPrefix + name] = value;
-  save_safetensors(path, tensors, {{"step", std::to_string(step)}, {"format", "fuselab checkpoint"}});
+  for (const auto& [name, value] : run.tensors) tensors[kRunPrefix + name] = value;
+  Metadata metadata = {{"step", std::to_string(step)}, {"format", "fuselab checkpoint"}};
+  for (const auto& [name, value] : run.settings) metadata[kRunPrefix + name] = value;
+  save_safetensors(path, tensors, metadata);
 }
 
-int64_t load_checkpoint(const std::string& path, const NamedTensors& params, Optimizer& optimizer) {
+int64_t load_checkpoint(const std::string& path, const NamedTensors& params, Optimizer& optimizer, RunState* run) {
   Safetensors file = load_safetensors(path);
+  if (run) check_settings(path, file.metadata, run->settings);
   NamedTensors optimizer_state;
   for (const auto& [name, value] : file.tensors) {
-    if (name.rfind(kOptimizerPrefix, 0) == 0) {
+    if (starts_with(name, kOptimizerPrefix)) {
       optimizer_state[name.substr(kOptimizerPrefix.size())] = value;
-    } else {
+    } else if (!starts_with(name, kRunPrefix)) {
       check(params.count(name), "checkpoint ", path, ": tensor '", name, "' is not a parameter of the model");
     }
     const int64_t non_finite = count_non_finite(value);
@@ -56,8 +83,13 @@ int64_t load_checkpoint(const std::string& path, const NamedTensors& params, Opt
           ": parameter '", name, "' has shape ", it->second.shape(), " ", it->second.dtype(), ", the model has ",
           param.shape(), " ", param.dtype());
   }
-  optimizer.load_state(optimizer_state);  // validates before anything is copied below
+  try {
+    optimizer.load_state(optimizer_state);  // validates before anything is copied below
+  } catch (const Error& e) {
+    fail("checkpoint ", path, ": ", e.what());
+  }
   for (const auto& [name, param] : params) Tensor(param).copy_(file.tensors.at(name));
+  if (run) *run = {run_entries(file.tensors), run_entries(file.metadata)};
   return step;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tensor/factories.h"
+#include "tensor/parse_number.h"
 
 namespace fuselab {
 namespace {
@@ -23,6 +24,11 @@ T single_value(const NamedTensors& state, const std::string& name) {
   check(it != state.end() && it->second.dtype() == dtype_of<T>() && it->second.numel() == 1,
         "optimizer state: missing ", dtype_of<T>(), " entry '", name, "'");
   return it->second.to_vector<T>()[0];
+}
+
+double lowest_value(const Tensor& t) {
+  const std::vector<double> values = t.to(Device::cpu()).to(DType::Float64).to_vector<double>();
+  return values.empty() ? 0 : *std::min_element(values.begin(), values.end());
 }
 
 std::string group_entry(size_t group, const char* field) { return "group." + std::to_string(group) + "." + field; }
@@ -157,32 +163,57 @@ void Optimizer::load_state(const NamedTensors& state) {
   check(steps >= 0, "optimizer state: step ", steps, " is negative");
   std::vector<GroupHyper> groups = loaded_groups(state);
   follow_parameters();  // the entries are checked against the parameters as they are now
-  const auto names = buffer_names();
-  std::vector<std::vector<Tensor>> loaded(names.size(), std::vector<Tensor>(params_.size()));
-  for (size_t n = 0; n < names.size(); ++n) {
-    for (size_t i = 0; i < params_.size(); ++i) {
-      auto it = state.find(names[n] + "." + std::to_string(i));
-      if (it == state.end()) continue;  // that parameter had no grad yet
-      loaded[n][i] = checked_entry(*it, weights(i));
-    }
-  }
+  for (const auto& entry : state) check_known_entry(entry.first, groups.size());
+  std::vector<std::vector<Tensor>> loaded = loaded_buffers(state);
   std::vector<Tensor> masters = masters_;
   for (size_t i = 0; i < masters.size(); ++i) {
     auto it = state.find("master." + std::to_string(i));
     if (masters[i].defined() && it != state.end()) masters[i] = checked_entry(*it, masters[i]);
   }
-  for (const auto& [name, value] : state) {
-    bool known = name == "step" || name.rfind("master.", 0) == 0;
-    for (size_t g = 0; g < groups.size() && !known; ++g) {
-      for (const char* field : kGroupFields) known = known || name == group_entry(g, field);
-    }
-    for (size_t n = 0; n < names.size() && !known; ++n) known = name.rfind(names[n] + ".", 0) == 0;
-    check(known, "optimizer state: unexpected entry '", name, "'");
-  }
   buffers_ = std::move(loaded);
   masters_ = std::move(masters);
   groups_ = std::move(groups);
   steps_ = steps;
+}
+
+std::vector<std::vector<Tensor>> Optimizer::loaded_buffers(const NamedTensors& state) {
+  const auto names = buffer_names(), non_negative = non_negative_buffers();
+  std::vector<std::vector<Tensor>> loaded(names.size(), std::vector<Tensor>(params_.size()));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    std::string present, missing;  // a parameter's buffers are all there, or none (it had no grad)
+    for (size_t n = 0; n < names.size(); ++n) {
+      const std::string name = names[n] + "." + std::to_string(i);
+      auto it = state.find(name);
+      (it == state.end() ? missing : present) = name;
+      if (it == state.end()) continue;
+      loaded[n][i] = checked_entry(*it, weights(i));
+      if (std::find(non_negative.begin(), non_negative.end(), names[n]) == non_negative.end()) continue;
+      const double lowest = lowest_value(loaded[n][i]);
+      check(lowest >= 0, "optimizer state: '", name, "' holds ", lowest, ", but it is a mean of squares");
+    }
+    check(present.empty() || missing.empty(), "optimizer state: '", missing, "' is missing, but '", present,
+          "' is there: the state of parameter ", i, " is incomplete");
+  }
+  return loaded;
+}
+
+void Optimizer::check_known_entry(const std::string& name, size_t groups) const {
+  if (name == "step") return;
+  for (size_t g = 0; g < groups; ++g) {
+    for (const char* field : kGroupFields) {
+      if (name == group_entry(g, field)) return;
+    }
+  }
+  std::vector<std::string> per_parameter = buffer_names();
+  per_parameter.push_back("master");
+  for (const std::string& prefix : per_parameter) {
+    if (name.rfind(prefix + ".", 0) != 0) continue;
+    const auto index = parse_int64(name.substr(prefix.size() + 1));
+    check(index && *index >= 0 && *index < int64_t(params_.size()), "optimizer state: entry '", name,
+          "' is for no parameter: the optimizer has ", params_.size(), " (0 to ", int64_t(params_.size()) - 1, ")");
+    return;
+  }
+  fail("optimizer state: unexpected entry '", name, "'");
 }
 
 int64_t Optimizer::group_size(size_t group) const {
@@ -208,6 +239,9 @@ std::vector<GroupHyper> Optimizer::loaded_groups(const NamedTensors& state) cons
           g, " has ", group_size(g));
     const GroupHyper hyper{single_value<double>(state, group_entry(g, "lr")),
                            single_value<double>(state, group_entry(g, "weight_decay"))};
+    check(std::isfinite(hyper.lr) && std::isfinite(hyper.weight_decay) && hyper.lr <= kLargestLr,
+          "optimizer state: group ", g, ": lr ", hyper.lr, " and weight_decay ", hyper.weight_decay,
+          " cannot be right: both must be finite and the lr at most ", kLargestLr);
     check(hyper.lr >= 0 && hyper.weight_decay >= 0, "optimizer state: group ", g, ": lr ", hyper.lr,
           " and weight_decay ", hyper.weight_decay, " must not be negative");
     groups.push_back(hyper);

@@ -51,6 +51,10 @@ struct GroupHyper {
 
 class Optimizer {
  public:
+  // The largest lr a loaded state may hold. Far above any lr that trains (the examples' flags stop
+  // at 10): a state with more is damaged, and would turn every weight into noise in one step.
+  static constexpr double kLargestLr = 1e3;
+
   // `name` ("AdamW") and the options' lr and weight decay, the defaults of every group. Throws,
   // naming the group, on a negative lr or weight decay and on a parameter given twice.
   Optimizer(const char* name, std::vector<ParamGroup> groups, GroupHyper defaults);
@@ -73,8 +77,11 @@ class Optimizer {
   // "master.<index>" for each bfloat16 parameter.
   NamedTensors state() const;
   // Restores the buffers, the step count and each group's lr and weight decay (as torch's
-  // load_state_dict). Throws, changing nothing, naming the entry if a buffer is missing or has the
-  // wrong shape or dtype, and naming the group if the groups differ in number or size. A state
+  // load_state_dict). Throws, changing nothing, naming the entry if a buffer has the wrong shape or
+  // dtype, if a parameter has some of its buffers but not all (a parameter that never had a grad
+  // has none), if an entry is for a parameter the optimizer does not have, or if a buffer holds
+  // values it cannot (a negative second moment); and naming the group if the groups differ in
+  // number or size or an lr or weight decay is negative, not finite or above kLargestLr. A state
   // saved without groups (before they existed) loads only into an optimizer of one group, whose
   // hyper-parameters it keeps.
   void load_state(const NamedTensors& state);
@@ -87,6 +94,8 @@ class Optimizer {
   // Buffers per parameter, e.g. {"exp_avg", "exp_avg_sq"}; created zeroed on first use, in the
   // weights' dtype.
   virtual std::vector<std::string> buffer_names() const = 0;
+  // The buffers whose values cannot be negative (a mean of squares); load_state refuses them.
+  virtual std::vector<std::string> non_negative_buffers() const { return {}; }
   Tensor& buffer(size_t name_index, size_t param_index);
   // What update() changes: the parameter, or its float32 master when it is bfloat16.
   Tensor& weights(size_t k) { return masters_[k].defined() ? masters_[k] : params_[k]; }
@@ -113,6 +122,10 @@ class Optimizer {
 
   // Moves and casts the buffers and masters after their parameters (see the top of this file).
   void follow_parameters();
+  // The buffers in `state`, [name][param] (undefined where the parameter has none), checked.
+  std::vector<std::vector<Tensor>> loaded_buffers(const NamedTensors& state);
+  // Throws naming `name` unless it is one of the entries state() writes for this optimizer.
+  void check_known_entry(const std::string& name, size_t groups) const;
   int64_t group_size(size_t group) const;
   // The groups' hyper-parameters in `state`, checked against the optimizer's groups (its own
   // for a state saved without groups).

@@ -5,6 +5,8 @@
 #include <map>
 #include <memory>
 #include <new>
+#include <sstream>
+#include <string>
 
 #include "kernels/cuda/device_api.h"
 #include "tensor/error.h"
@@ -12,6 +14,17 @@
 namespace fuselab {
 
 constexpr size_t kAlignment = 64;
+
+namespace {
+
+template <class... Parts>
+std::string message(const Parts&... parts) {
+  std::ostringstream text;
+  (text << ... << parts);
+  return text.str();
+}
+
+}  // namespace
 
 CachingAllocator::CachingAllocator(Device device) : device_(device) {}
 
@@ -41,11 +54,11 @@ void* CachingAllocator::system_allocate(size_t bytes) {
     try {
       return kernels::cuda::device_malloc(bytes, device_.index);
     } catch (const std::exception& e) {
-      fail("allocate ", bytes, " bytes on ", device_, ": ", e.what());
+      throw OutOfMemory(message("allocate ", bytes, " bytes on ", device_, ": ", e.what()));
     }
   }
   void* ptr = std::aligned_alloc(kAlignment, bytes);
-  check(ptr != nullptr, "allocate ", bytes, " bytes on cpu: out of memory");
+  if (ptr == nullptr) throw OutOfMemory(message("allocate ", bytes, " bytes on cpu: out of memory"));
   return ptr;
 }
 

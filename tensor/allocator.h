@@ -8,8 +8,17 @@
 #include <vector>
 
 #include "tensor/device.h"
+#include "tensor/error.h"
 
 namespace fuselab {
+
+// What allocate() throws when the system has no memory left for a block: an Error naming the
+// bytes and the device, of its own type so that a program can add what asked for them (a training
+// run names the flags that size its batch).
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
 
 struct AllocatorStats {
   size_t bytes_in_use = 0;        // handed out and not yet returned

@@ -1,6 +1,8 @@
 #include "tensor/random.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace fuselab {
 namespace {
@@ -31,6 +33,18 @@ uint64_t Generator::next_u64() {
   state_[2] ^= t;
   state_[3] = rotl(state_[3], 45);
   return result;
+}
+
+Generator::State Generator::state() const {
+  uint64_t normal_bits;
+  std::memcpy(&normal_bits, &cached_normal_, sizeof normal_bits);
+  return {state_[0], state_[1], state_[2], state_[3], normal_bits, has_cached_normal_ ? 1u : 0u};
+}
+
+void Generator::set_state(const State& state) {
+  std::copy(state.begin(), state.begin() + 4, state_);
+  std::memcpy(&cached_normal_, &state[4], sizeof cached_normal_);
+  has_cached_normal_ = state[5] != 0;
 }
 
 double Generator::uniform() { return double(next_u64() >> 11) * 0x1.0p-53; }

@@ -2,6 +2,7 @@
 // xoshiro256** seeded through splitmix64, consumed sequentially, Box-Muller for normals.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace fuselab {
@@ -14,6 +15,12 @@ class Generator {
   uint64_t next_u64();
   double uniform();  // [0, 1) with 53 random bits
   double normal();   // mean 0, standard deviation 1
+
+  // The whole state, for checkpoints: the four xoshiro256** words, then the cached normal's bits
+  // and whether one is cached. After set_state(s) the generator draws what it drew after state() gave s.
+  using State = std::array<uint64_t, 6>;
+  State state() const;
+  void set_state(const State& state);
 
  private:
   uint64_t state_[4];

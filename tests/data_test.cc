@@ -45,6 +45,35 @@ TEST(BatchLoader, EachEpochVisitsEveryExampleOnceInASeededOrder) {
   EXPECT_EQ(a.epoch(), 1);
 }
 
+TEST(BatchLoader, AStateSavedAnywhereContinuesAsTheUninterruptedLoader) {
+  // 10 examples in batches of 4: the third batch is the short one, and the fourth starts epoch 1.
+  for (int taken : {0, 1, 2, 3, 5, 7}) {
+    SCOPED_TRACE(taken);
+    BatchLoader straight(10, 4, 7), first(10, 4, 7), resumed(10, 4, 99);
+    for (int i = 0; i < taken; ++i) straight.next(), first.next();
+    resumed.load_state(first.state());
+    EXPECT_EQ(resumed.epoch(), straight.epoch());
+    for (int i = 0; i < 8; ++i) EXPECT_EQ(resumed.next(), straight.next());
+  }
+}
+
+TEST(BatchLoader, AStateOfOtherExamplesOrBatchesIsRefusedNamingBoth) {
+  BatchLoader loader(10, 4, 7), other_size(12, 4, 7), other_batch(10, 5, 7);
+  const std::vector<int64_t> before = BatchLoader(10, 4, 7).next();
+  expect_error([&] { loader.load_state(other_size.state()); }, {"12 examples in batches of 4", "10 in batches of 4"});
+  expect_error([&] { loader.load_state(other_batch.state()); }, {"10 examples in batches of 5", "10 in batches of 4"});
+  EXPECT_EQ(loader.next(), before);  // unchanged by the refused loads
+}
+
+TEST(Generator, AStateSavedMidSequenceContinuesIt) {
+  Generator straight(5), resumed(123);
+  straight.next_u64();
+  straight.normal();  // leaves a cached normal, which the state carries
+  resumed.set_state(straight.state());
+  EXPECT_EQ(resumed.normal(), straight.normal());
+  EXPECT_EQ(resumed.next_u64(), straight.next_u64());
+}
+
 TEST(BatchLoader, DropPolicySkipsTheShortBatch) {
   BatchLoader loader(10, 4, 1, true, LastBatch::Drop);
   EXPECT_EQ(loader.batches_per_epoch(), 2);

@@ -344,6 +344,35 @@ TEST(ParamGroups, BadGroupsAreRefusedNamingTheGroup) {
   EXPECT_EQ(two.opt.groups()[0].lr, 0.1);  // unchanged by the refused loads
 }
 
+TEST(OptimizerState, IncompleteStrayOrImpossibleEntriesAreRefusedNamingThem) {
+  TwoGroups two;
+  two.step(0);
+  const NamedTensors good = two.opt.state();
+  auto edited = [&](const std::string& name, const Tensor& value) {
+    NamedTensors state = good;
+    if (value.defined()) {
+      state[name] = value;
+    } else {
+      state.erase(name);
+    }
+    return state;
+  };
+  testing::expect_error([&] { two.opt.load_state(edited("exp_avg_sq.1", Tensor())); },
+                        {"'exp_avg_sq.1' is missing", "'exp_avg.1' is there", "parameter 1 is incomplete"});
+  testing::expect_error([&] { two.opt.load_state(edited("exp_avg.3", good.at("exp_avg.1"))); },
+                        {"entry 'exp_avg.3' is for no parameter", "has 3 (0 to 2)"});
+  testing::expect_error([&] { two.opt.load_state(edited("master.7", good.at("exp_avg.1"))); },
+                        {"entry 'master.7' is for no parameter"});
+  testing::expect_error([&] { two.opt.load_state(edited("exp_avg_sq.0", from_vector<double>({0.1, -0.5}, {2}))); },
+                        {"'exp_avg_sq.0' holds -0.5", "mean of squares"});
+  for (double lr : {1e30, double(NAN), double(INFINITY)}) {
+    testing::expect_error([&] { two.opt.load_state(edited("group.1.lr", from_vector<double>({lr}, {1}))); },
+                          {"group 1", "cannot be right"});
+  }
+  EXPECT_EQ(two.opt.groups()[1].lr, 0.01);  // unchanged by the refused loads
+  two.opt.load_state(good);
+}
+
 // A checkpoint of one trained parameter, rewritten with `edit` applied to its tensors and metadata.
 std::string edited_checkpoint(const std::string& name, const std::function<void(Safetensors&)>& edit) {
   const std::string path = std::string(std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp") + "/" + name;
@@ -380,6 +409,16 @@ TEST(Checkpoint, BadStepsAndNonFiniteValuesAreRefusedBeforeAnythingChanges) {
       {"inf_moment",
        [](Safetensors& f) { f.tensors["optimizer.exp_avg.0"] = from_vector<double>({INFINITY, -INFINITY}, {2}); },
        {"optimizer.exp_avg.0", "2 NaN or infinite"}},
+      {"moment_missing", [](Safetensors& f) { f.tensors.erase("optimizer.exp_avg_sq.0"); },
+       {"moment_missing: optimizer state", "'exp_avg_sq.0' is missing"}},
+      {"moment_of_no_parameter",
+       [](Safetensors& f) { f.tensors["optimizer.exp_avg.1"] = f.tensors.at("optimizer.exp_avg.0"); },
+       {"moment_of_no_parameter: optimizer state", "entry 'exp_avg.1' is for no parameter"}},
+      {"negative_second_moment",
+       [](Safetensors& f) { f.tensors["optimizer.exp_avg_sq.0"] = from_vector<double>({0.1, -0.5}, {2}); },
+       {"negative_second_moment: optimizer state", "'exp_avg_sq.0' holds -0.5"}},
+      {"lr_1e30", [](Safetensors& f) { f.tensors["optimizer.group.0.lr"] = from_vector<double>({1e30}, {1}); },
+       {"lr_1e30: optimizer state", "lr 1e+30", "cannot be right"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

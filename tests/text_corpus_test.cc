@@ -67,6 +67,21 @@ TEST(FortuneReader, ListsRegularFilesSkippingIndexesLinksAndSubfolders) {
   EXPECT_EQ(fortune_files(folder.string()), (Strings{(folder / "art").string(), (folder / "zippy").string()}));
 }
 
+TEST(FortuneReader, FollowsLinksToFilesElsewhereEachFileOnce) {
+  const fs::path files = temp_path("fortune_targets"), links = temp_path("fortune_links");
+  fs::remove_all(files);
+  fs::remove_all(links);
+  fs::create_directories(files / "sub");
+  fs::create_directories(links);
+  for (const char* name : {"art", "zippy"}) std::ofstream(files / name) << "x\n%\n";
+  fs::create_symlink(files / "art", links / "art");
+  fs::create_symlink(files / "zippy", links / "zippy");
+  fs::create_symlink(files / "zippy", links / "zippy.u8");  // the same file again
+  fs::create_symlink(files / "sub", links / "sub");         // a folder, not a fortune file
+  fs::create_symlink(files / "gone", links / "gone");       // dangling
+  EXPECT_EQ(fortune_files(links.string()), (Strings{(links / "art").string(), (links / "zippy").string()}));
+}
+
 TEST(DocumentSplit, EveryKthDocumentIsForValidation) {
   const DocumentSplit split = split_documents(numbered_documents(25), 10);
   EXPECT_EQ(split.validation, (Strings{"doc 9\n", "doc 19\n"}));

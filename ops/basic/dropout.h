@@ -28,10 +28,9 @@ class Dropout : public BasicOp {
   uint64_t mask_seed(const OpContext& ctx);
   uint64_t draw_seed() { return gen_.next_u64(); }
   std::vector<std::string> call_arg_keys() const override { return {"seed"}; }
-  // Skips the next `masks` seeds: a run resumed at step n skips the masks steps 0 .. n-1 drew.
-  void skip_masks(int64_t masks) {
-    for (int64_t i = 0; i < masks; ++i) draw_seed();
-  }
+  // The generator the masks' seeds come from: a checkpoint saves its state, so a resumed run draws
+  // the masks an uninterrupted one would.
+  Generator& generator() { return gen_; }
 
   OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;

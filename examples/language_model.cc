@@ -1,0 +1,92 @@
+#include "examples/language_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "autograd/functional.h"
+#include "tensor/factories.h"
+
+namespace fuselab::examples {
+
+std::string characters_of(const CharVocabulary& vocab) {
+  std::vector<int64_t> ids(size_t(vocab.size() - 1));
+  std::iota(ids.begin(), ids.end(), 1);
+  return vocab.decode(ids);
+}
+
+std::pair<Tensor, Tensor> inputs_and_targets(const Tensor& windows) {
+  const int64_t rows = windows.size(0), t = windows.size(1) - 1;
+  const auto all = windows.to_vector<int64_t>();
+  std::vector<int64_t> ids, next;
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = all.begin() + r * (t + 1);
+    ids.insert(ids.end(), row, row + t);
+    next.insert(next.end(), row + 1, row + t + 1);
+  }
+  return {from_vector<int64_t>(ids, {rows, t}), from_vector<int64_t>(next, {rows * t})};
+}
+
+double validation_loss(Sequential& model, const Tensor& tokens, int64_t context, int64_t vocab, Device device) {
+  NoGradGuard no_grad;
+  model.eval();
+  const int64_t targets = tokens.size(0) - 1, windows = targets / context, rows_per_call = 64;
+  double total = 0;
+  auto add = [&](const Tensor& window) {
+    const auto [ids, next] = inputs_and_targets(window);
+    const Tensor loss = cross_entropy(reshape(model(ids.to(device)), {-1, vocab}), next.to(device));
+    total += loss.item() * double(next.numel());
+  };
+  // Window w holds tokens [w T, w T + T]: T inputs and the T targets after them.
+  std::vector<int64_t> all = tokens.to_vector<int64_t>();
+  for (int64_t w = 0; w < windows; w += rows_per_call) {
+    const int64_t rows = std::min(rows_per_call, windows - w);
+    std::vector<int64_t> window;
+    for (int64_t r = 0; r < rows; ++r) {
+      const auto begin = all.begin() + (w + r) * context;
+      window.insert(window.end(), begin, begin + context + 1);
+    }
+    add(from_vector<int64_t>(window, {rows, context + 1}));
+  }
+  if (const int64_t rest = targets - windows * context; rest > 0) {
+    add(from_vector<int64_t>(std::vector<int64_t>(all.end() - rest - 1, all.end()), {1, rest + 1}));
+  }
+  model.train();
+  return total / double(targets);
+}
+
+std::string sample_text(Sequential& model, const CharVocabulary& vocab, const std::string& prompt, int64_t length,
+                        int64_t context, double temperature, Generator& gen, Device device) {
+  NoGradGuard no_grad;
+  model.eval();
+  std::vector<int64_t> ids = vocab.encode(prompt).to_vector<int64_t>();
+  std::vector<int64_t> generated;
+  const int64_t v = vocab.size();
+  for (int64_t i = 0; i < length; ++i) {
+    const int64_t t = std::min<int64_t>(context, int64_t(ids.size()));
+    const std::vector<int64_t> window(ids.end() - t, ids.end());
+    const Tensor logits = model(from_vector<int64_t>(window, {1, t}).to(device)).to(Device::cpu());
+    const auto all = logits.view({t, v}).slice(t - 1, t).to_vector<float>();
+    int64_t next = int64_t(std::max_element(all.begin(), all.end()) - all.begin());
+    if (temperature > 0) {
+      const float top = all[size_t(next)];
+      std::vector<double> weights(all.size());
+      double total = 0;
+      for (size_t j = 0; j < all.size(); ++j) total += weights[j] = std::exp((all[j] - top) / temperature);
+      double u = gen.uniform() * total;
+      for (size_t j = 0; j < all.size(); ++j) {
+        if ((u -= weights[j]) < 0) {
+          next = int64_t(j);
+          break;
+        }
+      }
+    }
+    ids.push_back(next);
+    generated.push_back(next);
+  }
+  model.train();
+  return vocab.decode(generated);
+}
+
+}  // namespace fuselab::examples

@@ -1,0 +1,31 @@
+// What the character-level GPT does with text around its training steps: cutting windows of
+// tokens into the model's inputs and targets, scoring the validation text, and sampling new text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "data/char_vocabulary.h"
+#include "fuser/sequential.h"
+#include "tensor/random.h"
+
+namespace fuselab::examples {
+
+// The vocabulary's characters in id order, the unknown id left out.
+std::string characters_of(const CharVocabulary& vocab);
+
+// Windows of T + 1 tokens, int64 [rows, T + 1], as the model's inputs, their first T tokens
+// [rows, T], and its targets, the T after each input, [rows T].
+std::pair<Tensor, Tensor> inputs_and_targets(const Tensor& windows);
+
+// The mean cross entropy over every token of `tokens` after the first, each predicted from the
+// tokens before it in its window of at most `context` (the windows do not overlap).
+double validation_loss(Sequential& model, const Tensor& tokens, int64_t context, int64_t vocab, Device device);
+
+// `length` characters after `prompt`, each drawn from softmax(logits / temperature) of the last
+// `context` characters (the most likely one at temperature 0).
+std::string sample_text(Sequential& model, const CharVocabulary& vocab, const std::string& prompt, int64_t length,
+                        int64_t context, double temperature, Generator& gen, Device device);
+
+}  // namespace fuselab::examples
