@@ -4,6 +4,7 @@
 # its package, after main has run). Passive OpenMP waits are the program's choice.
 set -uo pipefail
 program="$1"
+passive_program="$2"  # calls use_passive_waits first thing in main
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 expect() { grep -qF -- "$2" <<<"$1" || fail "expected '$2' in: $1"; }
@@ -22,11 +23,11 @@ refuse "$out" "GOMP_SPINCOUNT = '0'"  # libgomp's default: threads spin before t
 if nm "$program" | grep -qw 'execv'; then fail "the program links a call to execv: $(nm "$program" | grep -w execv)"; fi
 
 # use_passive_waits: passive unless the environment names a policy; main's work runs once.
-out=$("${plain_env[@]}" "$program" --passive-waits 2>&1)
+out=$("${plain_env[@]}" "$passive_program" 2>&1)
 expect "$out" "GOMP_SPINCOUNT = '0'"
 [ "$(count "$out" "main started")" = 1 ] || fail "main should print once: $out"
 expect "$out" "OMP_WAIT_POLICY passive"
-out=$("${plain_env[@]}" OMP_WAIT_POLICY=active "$program" --passive-waits 2>&1)
+out=$("${plain_env[@]}" OMP_WAIT_POLICY=active "$passive_program" 2>&1)
 expect "$out" "OMP_WAIT_POLICY = 'ACTIVE'"
 refuse "$out" "GOMP_SPINCOUNT = '0'"
 
