@@ -111,8 +111,7 @@ int train(const Config& c, Communicator& comm) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  use_passive_waits(argc, argv);  // this program's choice for a shared machine (docs/settings.md)
-  return main_reporting_errors([&] {
+  return main_reporting_errors(argc, argv, [&] {
     Flags flags("charlm", "Trains a character-level language model on a word list, one word a line.");
     Config c;
     c.run.steps = 10000, c.run.lr = 3e-3;

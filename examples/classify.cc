@@ -18,7 +18,6 @@
 #include "examples/training_run.h"
 #include "fuser/sequential.h"
 #include "optim/adamw.h"
-#include "runtime/runtime.h"
 #include "tensor/factories.h"
 
 using namespace fuselab;
@@ -87,8 +86,7 @@ Split split(const LabeledData& data, const std::string& path, int64_t seed) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  use_passive_waits(argc, argv);  // this program's choice for a shared machine (docs/settings.md)
-  return main_reporting_errors([&] {
+  return main_reporting_errors(argc, argv, [&] {
     Flags flags("classify", "Trains an MLP classifier on a CSV file of numeric features and an integer label.");
     RunFlags c;
     c.steps = 600, c.lr = 3e-3;

@@ -21,7 +21,6 @@
 #include "examples/models.h"
 #include "examples/training_run.h"
 #include "optim/adamw.h"
-#include "runtime/runtime.h"
 #include "tensor/allocator.h"
 
 using namespace fuselab;
@@ -117,8 +116,7 @@ int train(Config c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  use_passive_waits(argc, argv);  // this program's choice for a shared machine (docs/settings.md)
-  return main_reporting_errors([&] {
+  return main_reporting_errors(argc, argv, [&] {
     Flags flags("gpt", "Trains a character-level GPT on Debian's fortunes.");
     Config c;
     c.run.steps = 1500, c.run.lr = 2e-3;

@@ -259,7 +259,8 @@ void TrainingRun::write_json(const std::vector<std::pair<std::string, double>>& 
   json_.commit();
 }
 
-int main_reporting_errors(const std::function<int()>& body) {
+int main_reporting_errors(int argc, char** argv, const std::function<int()>& body) {
+  use_passive_waits(argc, argv);  // the examples' choice for a shared machine (docs/settings.md)
   try {
     return body();
   } catch (const std::exception& e) {

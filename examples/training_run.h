@@ -127,7 +127,8 @@ class TrainingRun {
   std::chrono::steady_clock::time_point begin_;
 };
 
-// Runs a program's main body; an exception is printed as "error: <what>" and exits 1.
-int main_reporting_errors(const std::function<int()>& body);
+// Runs a program's main body, given main's arguments: first chooses passive OpenMP waits
+// (runtime/runtime.h), then runs `body`; an exception is printed as "error: <what>" and exits 1.
+int main_reporting_errors(int argc, char** argv, const std::function<int()>& body);
 
 }  // namespace fuselab::examples
