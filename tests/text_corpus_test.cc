@@ -175,9 +175,11 @@ TEST(TextCorpusErrors, NameTheFilesWhenTheSplitLeavesAPartEmpty) {
   expect_error([&] { WindowSampler(arange(10), 8, 5, 0); }, {"WindowSampler", "10 tokens", "batch of 8"});
 }
 
-// Debian's fortunes, when installed: the figures docs/training_programs.md quotes.
+// Debian's fortunes, which tools/setup.sh installs: the figures docs/training_programs.md quotes.
+// Without them this fails with the install hint rather than passing having checked nothing.
 TEST(TextCorpus, ReadsDebiansFortunes) {
-  if (!fs::is_directory(kFortuneFolder)) GTEST_SKIP() << kFortuneFolder << " is missing (apt-get install fortunes)";
+  ASSERT_TRUE(fs::is_directory(kFortuneFolder))
+      << kFortuneFolder << " is missing: bash tools/setup.sh installs Debian's fortunes";
   const Strings files = fortune_files();
   const Strings documents = read_fortunes(files);
   const TextCorpus corpus = load_text_corpus(files);
