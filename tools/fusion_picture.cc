@@ -1,4 +1,4 @@
-// fusion_picture: prints Sequential::to_dot() of a block, the fused forward and backward lists of
+// fusion_picture: prints to_dot() (fuser/fusion_picture.h) of a block, the fused forward and backward lists of
 // its ops for training on CPU in float32, for Graphviz. The figures in docs/img/ were made with
 //
 //   bazel run //tools:fusion_picture -- mlp_block | dot -Tsvg -o docs/img/mlp_block_fusion.svg
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "examples/models.h"
-#include "fuser/sequential.h"
+#include "fuser/fusion_picture.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/linear.h"
@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::fputs(build(argv[1], 64).to_dot().c_str(), stdout);
+    Sequential seq = build(argv[1], 64);
+    std::fputs(to_dot(seq).c_str(), stdout);
   } catch (const Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
