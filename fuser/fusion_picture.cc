@@ -153,7 +153,9 @@ void dot_channels(std::string& dot, const Layout& layout, const std::vector<size
         if (!plan.consumers[i][s].empty()) {
           const std::string id = "ch" + std::to_string(op) + "_" + std::to_string(s);
           dot += small_node(id, "channel " + ops[i]->extra_output_channel(int(s)));
-          dot += "  " + cell(op) + ":n -> " + id + " [color=darkgreen];\n";
+          // Drawn from the channel down to both ends (the producer's arrow reversed), so that the
+          // channel sits above the row as an extra input does and the row keeps its order.
+          dot += "  " + id + " -> " + cell(op) + ":n [color=darkgreen, dir=back];\n";
           for (size_t consumer : plan.consumers[i][s])
             dot += "  " + id + " -> " + cell(first_op + consumer) + ":n [color=darkgreen];\n";
         }

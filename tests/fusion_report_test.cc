@@ -157,9 +157,10 @@ TEST(FusionPicture, ChannelsAndExtraInputsAreNodes) {
   SCOPED_TRACE(dot);
   EXPECT_NE(dot.find("ch0_0 [label=<<i>channel residual</i>>"), std::string::npos);
   EXPECT_NE(dot.find("in0 [label=<<i>extra input 0</i>>"), std::string::npos);
-  EXPECT_NE(dot.find(":b0:n -> ch0_0"), std::string::npos);
-  EXPECT_NE(dot.find("ch0_0 -> "), std::string::npos);
-  EXPECT_NE(dot.find(":b2:n"), std::string::npos);
+  // From its producer (the arrow reversed, to keep the channel above the row) to its reader.
+  EXPECT_NE(dot.find("ch0_0 -> f0:b0:n [color=darkgreen, dir=back]"), std::string::npos);
+  EXPECT_NE(dot.find(":b2:n [color=darkgreen]"), std::string::npos);
+  EXPECT_NE(dot.find("in0 -> "), std::string::npos);
 }
 
 }  // namespace
