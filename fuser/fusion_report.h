@@ -3,7 +3,7 @@
 // the kernel launches. It tells which fusion earns its place on this model, this device and dtype.
 //
 //   const FusionReport report = report_fusions(seq, x, {residual}, [&](const SequentialOutput& out) {
-//     return mse_loss(out.output, target);
+//     return mse(out.output, target);
 //   });
 //   for (const FusionMeasurement& m : report.fusions) std::printf("%s %.2fx\n", m.fusion.c_str(), m.speedup());
 #pragma once
