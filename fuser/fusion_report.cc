@@ -5,7 +5,7 @@
 
 #include "autograd/tape.h"
 #include "fuser/registry.h"
-#include "runtime/runtime.h"
+#include "kernels/cuda/device_api.h"
 #include "tensor/allocator.h"
 #include "tensor/launch.h"
 
@@ -57,7 +57,7 @@ struct Variant {
       check(l.defined() && l.numel() == 1, "report_fusions: the loss must be a scalar, got ",
             l.defined() ? l.shape() : Shape{}, " from ", seq.describe());
       backward(l);
-      synchronize(device);  // CUDA kernels run asynchronously
+      if (device.is_cuda()) kernels::cuda::synchronize(device.index);  // CUDA kernels run asynchronously
     }
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     launches = launch_count() - launches_before;
