@@ -14,6 +14,7 @@ namespace fuselab::examples {
 // --- a basic op: y = x^2,  dx = 2 x dy -------------------------------------------------------
 struct SquareSaved {
   Tensor input;
+  NamedTensors tensors() const { return {{"input", input}}; }
 };
 
 class Square : public BasicOp {

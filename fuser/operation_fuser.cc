@@ -158,6 +158,11 @@ std::optional<FusionFacts> OperationFuser::last_facts() {
   return last_facts_;
 }
 
+std::vector<std::optional<SavedSummary>> OperationFuser::last_saved() {
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  return last_saved_;
+}
+
 // What one call keeps for its backward: the lists it ran with, one context per basic op, and
 // the output's shape, to stand in zeros for its grad when nobody produced one.
 struct OperationFuser::CallState {
@@ -374,6 +379,12 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
     }
   }
   if (record) {
+    std::vector<std::optional<SavedSummary>> saved;
+    for (const OpContext& ctx : state->ctxs) saved.push_back(ctx.saved_summary().value_or(SavedSummary{"", size_t(0)}));
+    {
+      std::lock_guard<std::mutex> lock(cache_mutex_);
+      last_saved_ = std::move(saved);
+    }
     std::vector<Tensor> node_outputs{out.output};
     node_outputs.insert(node_outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
     state->output_shape = out.output.shape();

@@ -420,76 +420,15 @@ std::string Sequential::describe() {
   return "forward: [" + forward + "]\nbackward: [" + backward + "]";
 }
 
-namespace {
-
-// Text inside an HTML-like DOT label.
-std::string dot_html(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
+std::vector<std::optional<SavedSummary>> Sequential::last_saved() {
+  std::vector<std::optional<SavedSummary>> saved;
+  for (Group& group : groups()) {
+    if (!group.fuser) continue;
+    std::vector<std::optional<SavedSummary>> part = group.fuser->last_saved();
+    part.resize(group.ops.size());  // a group that has not run yet: none for each op
+    saved.insert(saved.end(), part.begin(), part.end());
   }
-  return out;
-}
-
-std::string entry_type(const FusibleOp& op) {
-  if (op.is_fused()) return static_cast<const FusedOp&>(op).type();
-  return op.basic_ops()[0]->type();
-}
-
-// One node per entry, a table of its type and the basic ops it covers, where port b<i> is basic
-// op i. The forward row puts the type above the ops, the backward row below them, so that the
-// edges between the rows meet the op cells. HTML-like labels rather than records: dot keeps the
-// invisible edges that hold a row in order only between non-record nodes.
-void dot_cluster(std::string& dot, const std::string& name, const std::string& label, const std::string& prefix,
-                 const IndexedOpList& list, const std::vector<std::shared_ptr<BasicOp>>& ops, bool type_on_top) {
-  // Each row's title on its far side from the other row, clear of the edges between them.
-  dot += "  subgraph cluster_" + name + " {\n    label=\"" + label + "\";\n    labelloc=\"" + (type_on_top ? "t" : "b") + "\";\n";
-  for (size_t e = 0; e < list.ops.size(); ++e) {
-    std::string cells;
-    for (size_t i : list.covers[e]) cells += "<td port=\"b" + std::to_string(i) + "\">" + dot_html(ops[i]->name()) + "</td>";
-    const std::string colour = list.ops[e]->is_fused() ? " bgcolor=\"lightblue\"" : "";
-    const std::string type = "<tr><td colspan=\"" + std::to_string(list.covers[e].size()) + "\"" + colour + "><b>" +
-                             dot_html(entry_type(*list.ops[e])) + "</b></td></tr>";
-    const std::string rows = type_on_top ? type + "<tr>" + cells + "</tr>" : "<tr>" + cells + "</tr>" + type;
-    dot += "    " + prefix + std::to_string(e) + " [label=<<table border=\"0\" cellborder=\"1\" cellspacing=\"0\">" +
-           rows + "</table>>];\n";
-  }
-  // One row, in forward op order.
-  dot += "    { rank=same;";
-  for (size_t e = 0; e < list.ops.size(); ++e) dot += " " + prefix + std::to_string(e) + ";";
-  dot += " }\n";
-  for (size_t e = 0; e + 1 < list.ops.size(); ++e)
-    dot += "    " + prefix + std::to_string(e) + " -> " + prefix + std::to_string(e + 1) + " [style=invis];\n";
-  dot += "  }\n";
-}
-
-}  // namespace
-
-std::string Sequential::to_dot() const {
-  const FusionFacts defaults = default_facts();
-  const auto lists = lists_for([&](OperationFuser& fuser) { return fuser.last_facts().value_or(defaults); });
-  const auto basic = ops();
-  std::string dot = "digraph fusion {\n  node [shape=plaintext, fontname=\"Helvetica\"];\n";
-  dot_cluster(dot, "forward", "forward list", "f", lists->forward, basic, /*type_on_top=*/true);
-  dot_cluster(dot, "backward", "backward list", "b", lists->backward, basic, /*type_on_top=*/false);
-  // Each basic op's context, filled by the forward entry, is read by the backward entry that
-  // covers the op. What it holds is only known once a call has run, so the edges carry no label.
-  std::vector<size_t> backward_entry(basic.size());
-  for (size_t e = 0; e < lists->backward.covers.size(); ++e)
-    for (size_t i : lists->backward.covers[e]) backward_entry[i] = e;
-  for (size_t e = 0; e < lists->forward.covers.size(); ++e) {
-    for (size_t i : lists->forward.covers[e]) {
-      const std::string port = ":b" + std::to_string(i);
-      dot += "  f" + std::to_string(e) + port + ":s -> b" + std::to_string(backward_entry[i]) + port + ":n [style=dashed];\n";
-    }
-  }
-  return dot + "}\n";
+  return saved;
 }
 
 }  // namespace fuselab

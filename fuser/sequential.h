@@ -130,17 +130,17 @@ class Sequential {
   // into ops().
   std::shared_ptr<const FusedLists> fused_lists();
   std::shared_ptr<const FusedLists> fused_lists(const FusionFacts& facts);
+  // Per basic op (as ops()), what its context held after the forward of the last call that
+  // recorded for backward (an empty summary where it saved nothing); none for an op whose group
+  // has not run such a call.
+  std::vector<std::optional<SavedSummary>> last_saved();
   // "forward: [...]\nbackward: [...]", Modules in place.
   std::string describe();
   // Per pass, each registered fusion in priority order, where it matched and where a pattern's
   // predicate rejected a match, with the reason (explain.h); then any device fallback a fused op
   // met at run time (FusedOp::note_fallback).
   std::string explain();
-  // The same lists as describe(), as a Graphviz DOT graph: a "forward list" cluster and a
-  // "backward list" cluster, both in forward op order, one record node per list entry (its type
-  // over the basic ops it covers), and a dashed edge from each basic op in the forward list to
-  // the backward entry that covers it. Render with `dot -Tsvg`. Modules are left out.
-  std::string to_dot() const;
+  // The same lists as a Graphviz picture: to_dot(seq) in fusion_picture.h.
 
  private:
   // A run of consecutive basic ops with its fuser, or one Module.

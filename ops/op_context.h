@@ -3,17 +3,54 @@
 // Whatever ran a basic op's forward (the op itself or a forward fused op) stores in its context
 // the typed saved-state struct that the op's backward reads, so any backward fusion can consume
 // it. Each basic op declares its struct next to it (LinearSaved, RMSNormSaved, ...).
+//
+// A struct may list its tensors by name (`NamedTensors tensors() const`), so that pictures and
+// reports (fuser/fusion_picture.h) can say what a context holds between forward and backward and
+// how many bytes, without knowing the op.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
 #include "ops/call_args.h"
+#include "tensor/safetensors.h"  // NamedTensors
 #include "tensor/tensor.h"
 
 namespace fuselab {
+
+// What one context holds once forward has run.
+struct SavedSummary {
+  std::string held;             // the saved tensors' names, "input, weight"; the struct's type if it lists none
+  std::optional<size_t> bytes;  // their bytes (a tensor shared with another context counts in each)
+};
+
+namespace detail {
+
+template <class S, class = void>
+struct ListsTensors : std::false_type {};
+template <class S>
+struct ListsTensors<S, std::void_t<decltype(std::declval<const S&>().tensors())>> : std::true_type {};
+
+template <class S>
+SavedSummary summarize_saved(const void* state) {
+  if constexpr (ListsTensors<S>::value) {
+    SavedSummary summary{"", size_t(0)};
+    for (const auto& [name, t] : static_cast<const S*>(state)->tensors()) {
+      if (!t.defined()) continue;
+      summary.held += (summary.held.empty() ? "" : ", ") + name;
+      *summary.bytes += t.nbytes();
+    }
+    return summary;
+  } else {
+    return {typeid(S).name(), std::nullopt};
+  }
+}
+
+}  // namespace detail
 
 struct OpContext {
   bool training = true;
@@ -38,6 +75,7 @@ struct OpContext {
     auto state = std::make_shared<S>();
     saved_ = state;
     saved_type_ = &typeid(S);
+    summarize_ = &detail::summarize_saved<S>;
     return *state;
   }
 
@@ -53,10 +91,16 @@ struct OpContext {
 
   bool has_saved_state() const { return saved_ != nullptr; }
   void clear_saved() { saved_.reset(); }
+  // What the saved state holds now; none when forward saved nothing.
+  std::optional<SavedSummary> saved_summary() const {
+    if (!saved_) return std::nullopt;
+    return summarize_(saved_.get());
+  }
 
  private:
   std::shared_ptr<void> saved_;
   const std::type_info* saved_type_ = nullptr;
+  SavedSummary (*summarize_)(const void*) = nullptr;
 };
 
 }  // namespace fuselab

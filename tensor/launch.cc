@@ -4,6 +4,12 @@
 
 namespace fuselab {
 
+namespace detail {
+std::atomic<uint64_t> launches{0};
+}  // namespace detail
+
+uint64_t launch_count() { return detail::launches.load(std::memory_order_relaxed); }
+
 void* LaunchContext::scratch_bytes(size_t bytes) {
   const int64_t words = int64_t((bytes + sizeof(double) - 1) / sizeof(double));
   blocks_.push_back(empty({words}, DType::Float64, device_));

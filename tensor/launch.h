@@ -12,6 +12,8 @@
 // the op, the shape and the device, then the cause.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <exception>
 #include <vector>
 
@@ -41,9 +43,19 @@ T* ptr_or_null(const Tensor& t) {
 
 [[noreturn]] void fail_in_kernel(const char* op, const Tensor& on, const std::exception& e);
 
+// Kernel launches through launch() in this process, on every device and thread, since it started.
+// A fused op earns its name partly by launching fewer kernels: the fusion report
+// (fuser/fusion_report.h) counts one forward + backward as the difference of two readings.
+uint64_t launch_count();
+
+namespace detail {
+extern std::atomic<uint64_t> launches;
+}  // namespace detail
+
 template <class Kernel>
 void launch(const char* op, const Tensor& on, const Kernel& kernel) {
   LaunchContext ctx(on.device());
+  detail::launches.fetch_add(1, std::memory_order_relaxed);  // a count, ordering nothing
   try {
     if (on.device().is_cpu()) {
       kernels::cpu::num_threads();  // the first CPU kernel applies FUSELAB_NUM_THREADS

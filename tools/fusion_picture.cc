@@ -1,5 +1,6 @@
-// fusion_picture: prints Sequential::to_dot() of a block, the fused forward and backward lists of
-// its ops for training on CPU in float32, for Graphviz. The figures in docs/img/ were made with
+// fusion_picture: prints to_dot() (fuser/fusion_picture.h) of a block, the fused forward and backward lists of
+// its ops for training on CPU in float32, for Graphviz, after one forward call on a batch of 8 rows
+// (gpt: one context of 64 tokens), so that each context edge shows what it held and its bytes. The figures in docs/img/ were made with
 //
 //   bazel run //tools:fusion_picture -- mlp_block | dot -Tsvg -o docs/img/mlp_block_fusion.svg
 //   bazel run //tools:fusion_picture -- residual_block | dot -Tsvg -o docs/img/residual_block_fusion.svg
@@ -14,16 +15,31 @@
 #include <string>
 
 #include "examples/models.h"
-#include "fuser/sequential.h"
+#include "fuser/fusion_picture.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
+#include "tensor/factories.h"
 
 using namespace fuselab;
 
 namespace {
+
+constexpr int64_t kRows = 8;
+
+// One forward call, recorded for backward, on a random batch of the model's input.
+void call_once(const std::string& model, Sequential& seq, int64_t h) {
+  Generator gen(2);
+  if (model == "gpt") {
+    const examples::Batch batch = examples::gpt_batch(examples::GptConfig{}, 1, DType::Float32, Device::cpu(), gen);
+    seq(batch.input, batch.extra_inputs);
+    return;
+  }
+  const Tensor x = randn({kRows, h}, DType::Float32, &gen);
+  seq(x, model == "mlp_block" ? std::vector<Tensor>{x} : std::vector<Tensor>{});
+}
 
 Sequential build(const std::string& model, int64_t h) {
   Sequential seq;
@@ -58,7 +74,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::fputs(build(argv[1], 64).to_dot().c_str(), stdout);
+    Sequential seq = build(argv[1], 64);
+    call_once(argv[1], seq, 64);
+    std::fputs(to_dot(seq).c_str(), stdout);
   } catch (const Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

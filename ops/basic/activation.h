@@ -13,6 +13,7 @@ struct ActivationSaved {
   // x, the pre-activation. For ReLU the output serves as well, since relu'(x) = [x > 0] =
   // [relu(x) > 0]: fused ops that never write x (cuBLASLt's and cuDNN's bias + ReLU) save y.
   Tensor input;
+  NamedTensors tensors() const { return {{"input", input}}; }
 };
 
 class ActivationOp : public BasicOp {

@@ -25,11 +25,13 @@ namespace fuselab {
 
 struct AttentionScoresSaved {
   Tensor qkv;
+  NamedTensors tensors() const { return {{"qkv", qkv}}; }
 };
 
 struct AttentionValuesSaved {
   Tensor probs;
   Tensor qkv;
+  NamedTensors tensors() const { return {{"probs", probs}, {"qkv", qkv}}; }
 };
 
 // The sizes of an attention over qkv [B, T, 3C] with `heads` heads; throws naming `op` when qkv

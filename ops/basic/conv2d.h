@@ -15,6 +15,7 @@ namespace fuselab {
 struct Conv2dSaved {
   Tensor input;   // x as the op received it
   Tensor weight;  // w as used by the forward
+  NamedTensors tensors() const { return {{"input", input}, {"weight", weight}}; }
 };
 
 class Conv2d : public BasicOp {

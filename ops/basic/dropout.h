@@ -13,6 +13,7 @@ namespace fuselab {
 
 struct DropoutSaved {
   Tensor scaled_mask;  // m / (1 - p)
+  NamedTensors tensors() const { return {{"scaled_mask", scaled_mask}}; }
 };
 
 class Dropout : public BasicOp {

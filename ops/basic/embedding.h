@@ -9,6 +9,7 @@ namespace fuselab {
 
 struct EmbeddingSaved {
   Tensor ids;
+  NamedTensors tensors() const { return {{"ids", ids}}; }
 };
 
 class Embedding : public BasicOp {

@@ -10,6 +10,7 @@ struct LayerNormSaved {
   Tensor input;  // the norm's input: x, or x + residual when fused with the add
   Tensor mean;   // [rows]
   Tensor rstd;   // [rows]
+  NamedTensors tensors() const { return {{"input", input}, {"mean", mean}, {"rstd", rstd}}; }
 };
 
 class LayerNorm : public NormOp {

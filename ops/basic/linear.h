@@ -12,6 +12,7 @@ namespace fuselab {
 struct LinearSaved {
   Tensor input;   // x as the op received it
   Tensor weight;  // W as used by the forward
+  NamedTensors tensors() const { return {{"input", input}, {"weight", weight}}; }
 };
 
 class Linear : public BasicOp {

@@ -9,6 +9,7 @@ namespace fuselab {
 struct RMSNormSaved {
   Tensor input;  // the norm's input: x, or x + residual when fused with the add
   Tensor rstd;   // [rows]: 1 / sqrt(mean(x^2) + eps)
+  NamedTensors tensors() const { return {{"input", input}, {"rstd", rstd}}; }
 };
 
 class RMSNorm : public NormOp {

@@ -8,6 +8,7 @@ namespace fuselab {
 
 struct SoftmaxSaved {
   Tensor output;
+  NamedTensors tensors() const { return {{"output", output}}; }
 };
 
 class Softmax : public BasicOp {

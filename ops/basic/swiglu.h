@@ -8,6 +8,7 @@ namespace fuselab {
 
 struct SwiGLUSaved {
   Tensor input;
+  NamedTensors tensors() const { return {{"input", input}}; }
 };
 
 class SwiGLU : public BasicOp {

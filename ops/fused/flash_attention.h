@@ -18,6 +18,7 @@ struct FlashAttentionSaved {
   Tensor output;
   Tensor lse;  // [B, H, T], compute dtype
   kernels::FlashDropout dropout;
+  NamedTensors tensors() const { return {{"qkv", qkv}, {"output", output}, {"lse", lse}}; }
 };
 
 class FlashAttention : public FusedOp {

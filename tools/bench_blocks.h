@@ -1,0 +1,64 @@
+// The bench's figures for the blocks, against the machine's limits: mlp_block's six GEMMs alone (the
+// floor a fused block can approach) and its GEMM work as TFLOP/s and a share of the FMA peak;
+// norm_block's minimum bytes as a share of the copy bandwidth; and --model rmsnorm, RMSNorm's
+// forward and backward alone (the op's own calls, no tape) beside a copy of the same tensor, in GB/s.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "tensor/tensor.h"
+#include "tools/bench_timing.h"
+
+namespace fuselab::bench {
+
+// mlp_block's six GEMMs, as its Linear ops call them, with nothing else (N tokens, F = 4H):
+//   forward:  h = x W1^T [N, F],  y = h W2^T [N, H]
+//   backward: dh = dy W2,  dW2 = dy^T h,  dx = dh W1,  dW1 = dh^T x
+struct MlpBlockGemms {
+  Tensor x, w1, w2, dy;
+  Device device;
+
+  MlpBlockGemms(int64_t tokens, int64_t h, DType dtype, Device device);  // random, seeded
+
+  double time();  // milliseconds for the six
+};
+
+// RMSNorm's passes and a copy of the same bytes, as the GPU bandwidth target counts them.
+struct Bandwidth {
+  int64_t tokens, hidden;
+  Stats forward, backward, copy;  // ms
+  std::optional<double> memory_gbps;  // the machine's copy bandwidth (CPU only)
+  double bytes(int64_t tensors) const { return double(tensors) * double(tokens * hidden) * sizeof(float); }
+  double gbps(const Stats& s, int64_t tensors) const { return bytes(tensors) / (s.median * 1e6); }
+};
+
+Bandwidth measure_bandwidth(int64_t tokens, int64_t h, Device device, int iters);
+
+// mlp_block's GEMM work per forward + backward (six GEMMs of 2 N H 4H flops) over a time, in TFLOP/s.
+double gemm_tflops(const Result& r, const Stats& time);
+
+// The limits the table's runs are put against, measured once per run on the CPU (none on CUDA):
+// the FMA peak for mlp_block, the copy bandwidth for norm_block.
+struct Limits {
+  std::optional<double> fma_peak_gflops;  // one core's
+  std::optional<double> memory_gbps, threads;
+};
+
+Limits measure_limits(const BenchModel& model, Device device);
+
+// One run against the limits; each share is empty where it does not apply.
+struct AgainstLimits {
+  // mlp_block: GEMM FLOP/s over (peak x threads), fused and for the GEMMs alone, and the share of
+  // the fused forward + backward outside the GEMMs (1 - GEMMs alone / fused).
+  std::optional<double> fraction_of_peak, gemms_fraction_of_peak, outside_gemms_fraction;
+  // norm_block: minimum bytes per pass and their rate over the copy bandwidth, for forward, backward
+  // and the two together. The backward's time is forward + backward less forward, so it includes
+  // the loss (the mean squared error: two passes over the output) and its grad (one pass).
+  std::optional<double> forward_bytes, backward_bytes, forward_fraction_of_memory, backward_fraction_of_memory,
+      fwd_bwd_fraction_of_memory;
+};
+
+AgainstLimits against_limits(const Result& r, const Limits& limits);
+
+}  // namespace fuselab::bench
