@@ -13,20 +13,26 @@ namespace fuselab::examples {
 
 OutputFile::OutputFile(const std::string& flag, const std::string& path, std::ios::openmode mode)
     : flag_(flag), path_(path) {
-  if (path.empty()) return;
+  if (!path.empty()) open(mode);
+}
+
+void OutputFile::open(std::ios::openmode mode) {
   namespace fs = std::filesystem;
   std::error_code error;
-  const bool exists = fs::exists(path, error);
-  if (exists && !fs::is_regular_file(path, error)) {
-    file_.open(path, std::ios::out | mode);
+  const bool exists = fs::exists(path_, error);
+  if (exists && !fs::is_regular_file(path_, error)) {
+    file_.open(path_, std::ios::out | mode);
   } else {
-    temporary_ = path + ".tmp";
+    temporary_ = path_ + ".tmp";
     lock_fd_ = ::open(temporary_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     check(lock_fd_ >= 0, "--", flag_, " ", path_, ": cannot open it for writing: ", std::strerror(errno));
-    check(::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0, "--", flag_, " ", path_, ": another run is writing it (it holds ",
-          temporary_, ")");
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(lock_fd_);
+      lock_fd_ = -1;
+      fail("--", flag_, " ", path_, ": another run is writing it (it holds ", temporary_, ")");
+    }
     if (exists && (mode & std::ios::app)) {
-      fs::copy_file(path, temporary_, fs::copy_options::overwrite_existing, error);
+      fs::copy_file(path_, temporary_, fs::copy_options::overwrite_existing, error);
       check(!error, "--", flag_, " ", path_, ": cannot copy it to ", temporary_, " to append to: ", error.message());
     }
     file_.open(temporary_, std::ios::out | (exists && (mode & std::ios::app) ? std::ios::app : std::ios::trunc));
@@ -56,6 +62,14 @@ void OutputFile::commit() {
   check(synced, "--", flag_, " ", path_, ": writing ", temporary_, " to the disk failed: ", std::strerror(errno));
   check(std::rename(temporary_.c_str(), path_.c_str()) == 0, "--", flag_, " ", path_, ": renaming ", temporary_,
         " to it failed: ", std::strerror(errno));
+}
+
+void OutputFile::commit_and_continue() {
+  if (temporary_.empty() || !file_.is_open()) return;
+  commit();
+  ::close(lock_fd_);  // its lock is on the file just renamed into place
+  lock_fd_ = -1;
+  open(std::ios::app);
 }
 
 void check_different_files(const std::string& flag_a, const std::string& path_a, const std::string& flag_b,

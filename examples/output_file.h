@@ -37,8 +37,11 @@ class OutputFile {
 
   // Closes the temporary, writes it to the disk (fsync) and renames it over the path.
   void commit();
+  // commit(), then goes on appending to a new temporary: what was written so far is in place.
+  void commit_and_continue();
 
  private:
+  void open(std::ios::openmode mode);
   void check_written();
 
   std::string flag_, path_, temporary_;  // temporary_: empty when writing to path_ directly

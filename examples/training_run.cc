@@ -105,7 +105,7 @@ TrainingRun::TrainingRun(std::string program, RunFlags flags, Sequential& model,
       loop_(loop),
       leader_(leader),
       checkpoint_lock_(lock_checkpoint_folder(program_, leader ? flags_.checkpoint : "")),
-      loss_log_("loss-log", leader ? flags_.loss_log : "", std::ios::app),
+      loss_log_("loss-log", leader ? flags_.loss_log : "", flags_.resume ? std::ios::app : std::ios::trunc),
       json_("json", leader ? flags_.json : "") {
   const auto ops = model.ops();
   for (size_t i = 0; i < ops.size(); ++i) {
@@ -175,6 +175,7 @@ void TrainingRun::resume() {
 void TrainingRun::save(int64_t step) {
   if (leader_ && !flags_.checkpoint.empty()) {
     save_checkpoint(checkpoint_file(), model_.named_parameters(), optimizer_, step, run_state());
+    loss_log_.commit_and_continue();  // the losses up to the checkpoint, which --resume appends to
   }
 }
 

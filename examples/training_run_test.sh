@@ -44,6 +44,20 @@ kill -9 "$run" && wait "$run" 2>/dev/null
 [ "$(cat "$dir/killed.json")" = old ] && [ "$(cat "$dir/killed.log")" = "1 old" ] ||
   fail "a killed run changed the old --json or --loss-log file"
 
+# A killed run with checkpoints leaves the losses up to its last checkpoint, where --resume goes on,
+# and a run that does not resume starts the log afresh.
+cases=$((cases + 1))
+"$charlm" "${small[@]}" --steps=100000000 --checkpoint="$dir/killed" --checkpoint-every=5 \
+  --loss-log="$dir/checkpointed.log" >/dev/null &
+run=$!
+wait_for "$dir/checkpointed.log" || fail "the run never committed its loss log at a checkpoint"
+kill -9 "$run" && wait "$run" 2>/dev/null
+steps=$(awk '{print $1}' "$dir/checkpointed.log" | tr '\n' ' ')
+[ "$steps" = "$(seq -s ' ' 1 "$(wc -l <"$dir/checkpointed.log")") " ] && [ $(($(wc -l <"$dir/checkpointed.log") % 5)) = 0 ] ||
+  fail "the killed run's loss log is not the steps up to a checkpoint: $steps"
+"$charlm" "${small[@]}" --loss-log="$dir/checkpointed.log" >/dev/null
+[ "$(wc -l <"$dir/checkpointed.log")" = 20 ] || fail "a run without --resume appended to an old loss log"
+
 expect_error "--json $dir/same.txt and --loss-log $dir/same.txt name the same file" \
   "$charlm" "${small[@]}" --json="$dir/same.txt" --loss-log="$dir/same.txt"
 expect_error "--json $dir/same.txt and --loss-log $dir/./same.txt name the same file" \

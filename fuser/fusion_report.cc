@@ -52,7 +52,8 @@ struct Variant {
     const auto start = std::chrono::steady_clock::now();
     {
       const SequentialOutput out = seq(input, extra_inputs);
-      held = std::max(held, memory.stats().bytes_in_use - before);
+      const size_t in_use = memory.stats().bytes_in_use;  // forward may free what was there before it
+      held = std::max(held, in_use > before ? in_use - before : 0);
       const Tensor l = loss(out);
       check(l.defined() && l.numel() == 1, "report_fusions: the loss must be a scalar, got ",
             l.defined() ? l.shape() : Shape{}, " from ", seq.describe());

@@ -14,6 +14,7 @@ struct Registry {
   uint64_t next_id = 1;
   FusionSnapshot state;
   FusionSwitches switches;  // global_switches(): read the settings first
+  bool switches_read = false;
   std::atomic<uint64_t> generation{0};  // state.generation, readable without the lock
 
   void changed() { generation = ++state.generation; }
@@ -36,11 +37,10 @@ Registry& registry() {
 // The switches of every Sequential, starting from the settings, which are read on the first call
 // that needs them (never by the built-ins' registration before main). Called with the lock held.
 FusionSwitches& global_switches(Registry& r) {
-  static bool read_settings = false;
-  if (!read_settings) {
+  if (!r.switches_read) {
     const runtime::Settings& settings = runtime::settings();
     r.switches = FusionSwitches(settings.fusion, settings.disabled_fusions);
-    read_settings = true;
+    r.switches_read = true;
   }
   return r.switches;
 }
@@ -110,6 +110,12 @@ FusionSwitches global_fusion_switches() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   return global_switches(r);
+}
+
+bool global_fusion_enabled() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return global_switches(r).enabled;
 }
 
 void set_global_fusion_switches(const FusionSwitches& switches) {

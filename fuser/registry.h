@@ -67,6 +67,8 @@ uint64_t fusion_registry_generation();
 // until set. A change re-fuses every Sequential on its next call.
 FusionSwitches global_fusion_switches();
 void set_global_fusion_switches(const FusionSwitches& switches);
+// global_fusion_switches().enabled without copying the names: read on every Sequential call.
+bool global_fusion_enabled();
 
 // The registered names of every pass, in priority order (joint, forward, backward).
 std::vector<std::string> registered_fusion_names();

@@ -327,7 +327,7 @@ Sequential& Sequential::set_fusion_switches(const FusionSwitches& switches) {
   return *this;
 }
 
-bool Sequential::fusion_active() const { return switches_.enabled && global_fusion_switches().enabled; }
+bool Sequential::fusion_active() const { return switches_.enabled && global_fusion_enabled(); }
 
 FusionSwitchesScope::FusionSwitchesScope(Sequential& seq, const FusionSwitches& switches)
     : seq_(&seq), saved_(seq.fusion_switches()) {

@@ -1,7 +1,8 @@
 // What a program asks of FuseLab's runtime from its own main: how many CPU threads the kernels
 // use, which CUDA devices there are, and how OpenMP's threads wait. Nothing here, and nothing else
-// in FuseLab, runs before main: settings (runtime/settings.h) are read and libraries (OpenBLAS,
-// oneDNN's kernels, the CUDA runtime's devices) loaded on the first call that needs them.
+// in FuseLab, runs before main: settings (runtime/settings.h) are read, OpenBLAS is loaded and the
+// CUDA devices are found on the first call that needs them. (oneDNN and, in a CUDA build, the CUDA
+// runtime are linked as usual, so the dynamic loader needs them to start the program.)
 #pragma once
 
 #include <string>

@@ -58,7 +58,7 @@ void launch(const char* op, const Tensor& on, const Kernel& kernel) {
   detail::launches.fetch_add(1, std::memory_order_relaxed);  // a count, ordering nothing
   try {
     if (on.device().is_cpu()) {
-      kernels::cpu::num_threads();  // the first CPU kernel applies FUSELAB_NUM_THREADS
+      kernels::cpu::apply_num_threads();  // FUSELAB_NUM_THREADS, on this thread
       kernel.cpu(ctx);
     } else {
       kernel.cuda(ctx);

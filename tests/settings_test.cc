@@ -71,7 +71,7 @@ TEST(Settings, EachSettingTakesItsDocumentedValues) {
   EXPECT_EQ(s.dist_timeout_s, 2.5);
 }
 
-TEST(Settings, ZeroMeansOffForEverySwitch) {  // FUSELAB_CUDA_SYNC=0 once turned syncing on
+TEST(Settings, ZeroMeansOffForEverySwitch) {
   const Settings s = parse({{"FUSELAB_DISABLE_AVX512", "0"},
                             {"FUSELAB_FUSION", "1"},
                             {"FUSELAB_FUSION_LOG", "0"},

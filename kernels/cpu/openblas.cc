@@ -43,8 +43,8 @@ OpenBlas load() {
     reasons += std::string("; ") + dlerror();
   }
   if (!library) {
-    throw std::runtime_error("OpenBLAS (libopenblas.so.0) is needed for this CPU GEMM and could not be loaded; install Debian's "
-                "libopenblas0-openmp (bash tools/setup.sh)" + reasons);
+    throw std::runtime_error("OpenBLAS is needed for this CPU GEMM and could not be loaded; install Debian's "
+                             "libopenblas0-openmp (bash tools/setup.sh)" + reasons);
   }
   OpenBlas blas{symbol<OpenBlas::Sgemm>(library, "cblas_sgemm"), symbol<OpenBlas::Dgemm>(library, "cblas_dgemm"),
                 symbol<void (*)(int)>(library, "openblas_set_num_threads"),
@@ -58,8 +58,7 @@ std::atomic<const OpenBlas*> loaded{nullptr};
 }  // namespace
 
 const OpenBlas& openblas() {
-  static const OpenBlas instance = load();
-  loaded = &instance;
+  static const OpenBlas& instance = *(loaded = new OpenBlas(load()));  // never unloaded
   return instance;
 }
 

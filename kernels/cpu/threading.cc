@@ -10,14 +10,12 @@
 namespace fuselab::kernels::cpu {
 namespace {
 
-// FUSELAB_NUM_THREADS, or every core; applied to OpenMP on the first call (OpenBLAS takes it when
-// it loads). Nothing runs before main: a program that never calls a kernel never reads it.
+// FUSELAB_NUM_THREADS, or every core, read on the first call (OpenBLAS takes it when it loads).
+// Nothing runs before main: a program that never calls a kernel never reads it.
 std::atomic<int>& configured_threads() {
   static std::atomic<int> threads{[] {
     const int setting = runtime::settings().num_threads;
-    const int n = setting > 0 ? setting : omp_get_num_procs();
-    omp_set_num_threads(n);
-    return n;
+    return setting > 0 ? setting : omp_get_num_procs();
   }()};
   return threads;
 }
@@ -26,9 +24,19 @@ std::atomic<int>& configured_threads() {
 
 int num_threads() { return configured_threads(); }
 
+// omp_set_num_threads sets the calling thread's count only, so each thread that launches kernels
+// applies the configured count once, and again after set_num_threads changes it.
+void apply_num_threads() {
+  thread_local int applied = 0;
+  const int threads = configured_threads();
+  if (applied == threads) return;
+  omp_set_num_threads(threads);
+  applied = threads;
+}
+
 void set_num_threads(int threads) {
   configured_threads() = threads;
-  omp_set_num_threads(threads);
+  apply_num_threads();
   if (const OpenBlas* loaded = openblas_if_loaded()) loaded->set_num_threads(threads);
 }
 

@@ -16,6 +16,9 @@
 namespace fuselab::kernels::cpu {
 
 int num_threads();
+// Gives the calling thread's OpenMP regions num_threads() threads (cheap once applied): launch()
+// calls it before every CPU kernel.
+void apply_num_threads();
 // Threads for OpenMP and, when it is loaded, OpenBLAS; threads >= 1 (runtime/runtime.h checks).
 void set_num_threads(int threads);
 
