@@ -12,8 +12,8 @@ namespace fuselab {
 // A "forward list" cluster and a "backward list" cluster, both in forward op order, one node per
 // list entry (its type over the basic ops it covers) and per Module, in place. A dashed edge goes
 // from each basic op in the forward list to the backward entry that reads its context, labelled
-// with what the context held and its bytes after the last call recorded for backward
-// (Sequential::last_saved), or with the op's name before one. Channels, the call's extra inputs
+// with what the context holds and its bytes for the last call recorded for backward while its
+// output is held and backward has not run (Sequential::last_saved), else with the op's name. Channels, the call's extra inputs
 // and its public extra outputs are nodes of their own, joined to the ops that use them.
 std::string to_dot(Sequential& seq);
 

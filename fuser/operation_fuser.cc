@@ -158,11 +158,6 @@ std::optional<FusionFacts> OperationFuser::last_facts() {
   return last_facts_;
 }
 
-std::vector<std::optional<SavedSummary>> OperationFuser::last_saved() {
-  std::lock_guard<std::mutex> lock(cache_mutex_);
-  return last_saved_;
-}
-
 // What one call keeps for its backward: the lists it ran with, one context per basic op, and
 // the output's shape, to stand in zeros for its grad when nobody produced one.
 struct OperationFuser::CallState {
@@ -175,6 +170,18 @@ struct OperationFuser::CallState {
   DType dtype;
   Device device;
 };
+
+std::vector<std::optional<SavedSummary>> OperationFuser::last_saved() {
+  std::shared_ptr<CallState> call;
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    call = last_call_.lock();
+  }
+  std::vector<std::optional<SavedSummary>> saved;
+  if (!call) return saved;
+  for (const OpContext& ctx : call->ctxs) saved.push_back(ctx.saved_summary().value_or(SavedSummary{"", size_t(0)}));
+  return saved;
+}
 
 namespace {
 
@@ -379,11 +386,9 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
     }
   }
   if (record) {
-    std::vector<std::optional<SavedSummary>> saved;
-    for (const OpContext& ctx : state->ctxs) saved.push_back(ctx.saved_summary().value_or(SavedSummary{"", size_t(0)}));
     {
       std::lock_guard<std::mutex> lock(cache_mutex_);
-      last_saved_ = std::move(saved);
+      last_call_ = state;
     }
     std::vector<Tensor> node_outputs{out.output};
     node_outputs.insert(node_outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());

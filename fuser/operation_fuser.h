@@ -49,8 +49,10 @@ class OperationFuser {
   const ChannelPlan& plan() const { return program_->plan; }
   // The facts of the last run, if any ran.
   std::optional<FusionFacts> last_facts();
-  // What each op's context held after the forward of the last call recorded for backward, by op
-  // (an empty summary where it saved nothing); empty before one ran. Kept as summaries, not contexts, so that no saved tensor outlives its call.
+  // What each op's context holds for the last call recorded for backward, by op (an empty summary
+  // where it saved nothing), read while that call's graph is alive (its output is held, backward
+  // has not run); empty otherwise. Only a weak handle is kept: no saved tensor outlives its call,
+  // and a training call does no work for it.
   std::vector<std::optional<SavedSummary>> last_saved();
 
   // What every fusion function did for these facts (fusing afresh, without the cache).
@@ -86,7 +88,7 @@ class OperationFuser {
   uint64_t cache_generation_ = 0;
   std::vector<CacheEntry> cache_;
   std::optional<FusionFacts> last_facts_;
-  std::vector<std::optional<SavedSummary>> last_saved_;
+  std::weak_ptr<CallState> last_call_;
   std::set<std::string> disabled_;
 };
 

@@ -130,9 +130,9 @@ class Sequential {
   // into ops().
   std::shared_ptr<const FusedLists> fused_lists();
   std::shared_ptr<const FusedLists> fused_lists(const FusionFacts& facts);
-  // Per basic op (as ops()), what its context held after the forward of the last call that
-  // recorded for backward (an empty summary where it saved nothing); none for an op whose group
-  // has not run such a call.
+  // Per basic op (as ops()), what its context holds for the last call that recorded for backward,
+  // while that call's graph is alive (an empty summary where it saved nothing); none for an op
+  // whose group has no such call alive.
   std::vector<std::optional<SavedSummary>> last_saved();
   // "forward: [...]\nbackward: [...]", Modules in place.
   std::string describe();

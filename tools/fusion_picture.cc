@@ -29,16 +29,16 @@ namespace {
 
 constexpr int64_t kRows = 8;
 
-// One forward call, recorded for backward, on a random batch of the model's input.
-void call_once(const std::string& model, Sequential& seq, int64_t h) {
+// One forward call, recorded for backward, on a random batch of the model's input: while the
+// caller holds its output, the contexts hold what backward would read.
+SequentialOutput call_once(const std::string& model, Sequential& seq, int64_t h) {
   Generator gen(2);
   if (model == "gpt") {
     const examples::Batch batch = examples::gpt_batch(examples::GptConfig{}, 1, DType::Float32, Device::cpu(), gen);
-    seq(batch.input, batch.extra_inputs);
-    return;
+    return seq(batch.input, batch.extra_inputs);
   }
   const Tensor x = randn({kRows, h}, DType::Float32, &gen);
-  seq(x, model == "mlp_block" ? std::vector<Tensor>{x} : std::vector<Tensor>{});
+  return seq(x, model == "mlp_block" ? std::vector<Tensor>{x} : std::vector<Tensor>{});
 }
 
 Sequential build(const std::string& model, int64_t h) {
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   }
   try {
     Sequential seq = build(argv[1], 64);
-    call_once(argv[1], seq, 64);
+    const SequentialOutput out = call_once(argv[1], seq, 64);
     std::fputs(to_dot(seq).c_str(), stdout);
   } catch (const Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
