@@ -74,11 +74,11 @@ Bandwidth measure_bandwidth(int64_t tokens, int64_t h, Device device, int iters)
     b.push_back(timed(backward));
     c.push_back(timed(copy));
   }
-  return {tokens, h, stats(f), stats(b), stats(c), memory_gbps(device)};
+  return {tokens, h, time_stats(f), time_stats(b), time_stats(c), memory_gbps(device)};
 }
 
 // mlp_block's GEMM work per forward + backward (six GEMMs of 2 N H 4H flops) over a time, in TFLOP/s.
-double gemm_tflops(const Result& r, const Stats& time) {
+double gemm_tflops(const Result& r, const TimeStats& time) {
   return 48.0 * double(r.tokens) * double(r.hidden) * double(r.hidden) / (time.median * 1e9);
 }
 

@@ -27,16 +27,16 @@ struct MlpBlockGemms {
 // RMSNorm's passes and a copy of the same bytes, as the GPU bandwidth target counts them.
 struct Bandwidth {
   int64_t tokens, hidden;
-  Stats forward, backward, copy;  // ms
+  TimeStats forward, backward, copy;  // ms
   std::optional<double> memory_gbps;  // the machine's copy bandwidth (CPU only)
   double bytes(int64_t tensors) const { return double(tensors) * double(tokens * hidden) * sizeof(float); }
-  double gbps(const Stats& s, int64_t tensors) const { return bytes(tensors) / (s.median * 1e6); }
+  double gbps(const TimeStats& s, int64_t tensors) const { return bytes(tensors) / (s.median * 1e6); }
 };
 
 Bandwidth measure_bandwidth(int64_t tokens, int64_t h, Device device, int iters);
 
 // mlp_block's GEMM work per forward + backward (six GEMMs of 2 N H 4H flops) over a time, in TFLOP/s.
-double gemm_tflops(const Result& r, const Stats& time);
+double gemm_tflops(const Result& r, const TimeStats& time);
 
 // The limits the table's runs are put against, measured once per run on the CPU (none on CUDA):
 // the FMA peak for mlp_block, the copy bandwidth for norm_block.

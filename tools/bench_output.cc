@@ -79,7 +79,7 @@ void print_against_limits(const Result& r, const Limits& limits) {
   }
 }
 
-std::optional<double> step_median(const std::optional<Stats>& step) {
+std::optional<double> step_median(const std::optional<TimeStats>& step) {
   if (!step) return std::nullopt;
   return step->median;
 }
@@ -160,7 +160,7 @@ void print_table(const std::vector<Result>& results, const Limits& limits) {
               "hidden", "fused fwd ms (min-max)", "unfused fwd ms", "fused fwd+bwd ms", "unfused fwd+bwd ms", "speedup",
               "six GEMMs alone ms", "fused/GEMMs", "fused MB", "unfused MB");
   for (const Result& r : results) {
-    auto cell = [](const Stats& s) {
+    auto cell = [](const TimeStats& s) {
       char text[64];
       std::snprintf(text, sizeof(text), "%.3f (%.3f-%.3f)", s.median, s.min, s.max);
       return std::string(text);

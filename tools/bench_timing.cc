@@ -61,7 +61,8 @@ struct Runner {
       if (!with_backward) no_grad.emplace();
       for (int i = 0; i < (pass == Pass::Step ? micro_batches : 1); ++i) {
         SequentialOutput out = seq(batch.input, batch.extra_inputs);
-        if (with_backward) held = std::max(held, memory.stats().bytes_in_use - before);
+        const size_t in_use = memory.stats().bytes_in_use;  // forward may free what was there before it
+        if (with_backward) held = std::max(held, in_use > before ? in_use - before : 0);
         if (with_backward) backward(batch.loss(out));
       }
       if (pass == Pass::Step) sgd->step();
@@ -113,10 +114,10 @@ Result measure(const BenchModel& model, const ModelSizes& sizes, DType dtype, De
     if (step) fs.push_back(fused.time(Pass::Step)), us.push_back(unfused.time(Pass::Step));
   }
   Result r{model.name,   device.str(), dtype_name(dtype), dtype_size(dtype), sizes.tokens, sizes.hidden,
-           sizes.extra,  stats(ff),    stats(uf),         stats(fb),         stats(ub),    fused.peak,
+           sizes.extra,  time_stats(ff),    time_stats(uf),         time_stats(fb),         time_stats(ub),    fused.peak,
            unfused.peak, std::nullopt, std::nullopt,      std::nullopt};
-  if (gemms) r.gemms = stats(g);
-  if (step) r.fused_step = stats(fs), r.unfused_step = stats(us), r.micro_batches = step;
+  if (gemms) r.gemms = time_stats(g);
+  if (step) r.fused_step = time_stats(fs), r.unfused_step = time_stats(us), r.micro_batches = step;
   return r;
 }
 

@@ -14,18 +14,15 @@
 
 namespace fuselab::bench {
 
-using Stats = TimeStats;
-inline Stats stats(std::vector<double> ms) { return time_stats(std::move(ms)); }
-
 struct Result {
   std::string model, device, dtype;
   size_t element_bytes;
   int64_t tokens, hidden;
   std::map<std::string, int64_t> sizes;  // the model's own size flags
-  Stats fused_fwd, unfused_fwd, fused_fwd_bwd, unfused_fwd_bwd;
+  TimeStats fused_fwd, unfused_fwd, fused_fwd_bwd, unfused_fwd_bwd;
   size_t fused_peak, unfused_peak;
-  std::optional<Stats> gemms;                     // mlp_block's six GEMMs alone
-  std::optional<Stats> fused_step, unfused_step;  // with --step
+  std::optional<TimeStats> gemms;                     // mlp_block's six GEMMs alone
+  std::optional<TimeStats> fused_step, unfused_step;  // with --step
   int micro_batches = 0;                          // per step, with --step
 };
 
