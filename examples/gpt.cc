@@ -1,8 +1,10 @@
-// A character-level GPT (Radford et al., 2019) trained on Debian's fortunes; the model is
+// A character-level GPT (Radford et al., 2019), or with --arch=llama a Llama-style decoder (RMSNorm,
+// rotary positions, grouped-query attention, SwiGLU), trained on Debian's fortunes; the model is
 // examples/models.h's gpt_model, one Sequential of fusible ops that //tools:bench times too.
 //
-//   bazel run -c opt //examples:gpt -- [--batch=B] [--context=T] [--layers=L] [--heads=H] [--width=C]
-//       [--dropout=P] [--accumulate=N] [--sample=N] and the flags every training program has
+//   bazel run -c opt //examples:gpt -- [--arch=gpt2|llama] [--batch=B] [--context=T] [--layers=L]
+//       [--heads=H] [--kv-heads=K] [--width=C] [--dropout=P] [--accumulate=N] [--sample=N] and the
+//       flags every training program has
 //       (examples/training_run.h: --steps, --lr, --seed, --device, --checkpoint, --resume, --json, ...)
 //
 // --help lists every flag with its default and its range; docs/training_programs.md says more.
@@ -68,6 +70,12 @@ int train(Config c) {
         c.accumulate, " micro-batches");
   check(c.model.width % c.model.heads == 0, "gpt: --width=", c.model.width, " does not split evenly over --heads=",
         c.model.heads);
+  if (c.model.arch == "llama") {
+    check(c.model.kv_heads == 0 || c.model.heads % c.model.kv_heads == 0, "gpt: --kv-heads=", c.model.kv_heads,
+          " does not divide --heads=", c.model.heads);
+    check(c.model.width / c.model.heads % 2 == 0, "gpt: --arch=llama rotates halves of each head, but --width=",
+          c.model.width, " over --heads=", c.model.heads, " gives heads of odd size ", c.model.width / c.model.heads);
+  }
   const TextCorpus corpus = load_text_corpus(fortune_files(c.corpus));
   check(corpus.train.size(0) >= c.model.context + c.batch, "gpt: the training text of ", c.corpus, " has ",
         corpus.train.size(0), " tokens, too few for --batch=", c.batch, " windows of --context=", c.model.context);
@@ -81,10 +89,10 @@ int train(Config c) {
   const std::vector<ParamGroup> groups = gpt_decay_groups(model, c.weight_decay);
   AdamW optimizer(groups, {c.run.lr, 0.9, 0.95, 1e-8});
   WindowSampler batches(corpus.train, c.batch, c.model.context, uint64_t(c.run.seed) + 1);
-  std::printf("gpt: %lld train / %lld validation tokens, vocabulary %lld; %lld layers of width %lld, %lld heads, "
+  std::printf("gpt: %lld train / %lld validation tokens, vocabulary %lld; %s, %lld layers of width %lld, %lld heads, "
               "context %lld, %lld parameters; batch %lld, fusion %s\n", (long long)corpus.train.size(0),
-              (long long)corpus.validation.size(0), (long long)c.model.vocab, (long long)c.model.layers,
-              (long long)c.model.width, (long long)c.model.heads, (long long)c.model.context,
+              (long long)corpus.validation.size(0), (long long)c.model.vocab, c.model.arch.c_str(),
+              (long long)c.model.layers, (long long)c.model.width, (long long)c.model.heads, (long long)c.model.context,
               (long long)parameter_count(model), (long long)c.batch, c.run.no_fusion ? "off" : "on");
   std::printf("AdamW: weight decay %g on %zu of %zu parameter tensors (the Linear weight matrices)\n", c.weight_decay,
               groups[0].params.size(), model.parameters().size());
@@ -95,6 +103,8 @@ int train(Config c) {
   TrainingRun run("gpt", c.run, model, optimizer, {c.batch * c.model.context, warmup, 0.1, 1.0, 10, sized_by});
   run.record("--context", c.model.context), run.record("--width", c.model.width);
   run.record("--layers", c.model.layers), run.record("--heads", c.model.heads), run.record("--dropout", c.model.dropout);
+  run.record("--arch", c.model.arch), run.record("--kv-heads", c.model.kv_heads);
+  run.record("--rope-theta", c.model.rope_theta);
   run.record_text("vocabulary", characters_of(corpus.vocab));
   run.keep("data_order", batches);
   const int64_t rows = c.batch / c.accumulate;
@@ -121,6 +131,11 @@ int main(int argc, char** argv) {
     Config c;
     c.run.steps = 1500, c.run.lr = 2e-3;
     add_run_flags(flags, c.run);
+    flags.add("arch", c.model.arch, "the block: gpt2 (LayerNorm, learned positions, GELU MLP) or llama (RMSNorm, "
+              "rotary positions, grouped-query attention, SwiGLU MLP, no biases)");
+    flags.add("kv-heads", c.model.kv_heads, "llama: key and value heads, a divisor of --heads (0: as many as "
+              "--heads)", {0, 256});
+    flags.add("rope-theta", c.model.rope_theta, "llama: the rotary embedding's base", {1, 1e9});
     flags.add("batch", c.batch, "windows per step", {1, 1 << 16});
     flags.add("context", c.model.context, "characters the model attends over (the window length)", {1, 4096});
     flags.add("layers", c.model.layers, "transformer blocks", {0, 64});
@@ -137,6 +152,9 @@ int main(int argc, char** argv) {
     flags.add("temperature", c.temperature, "sampling temperature (0: always the most likely character)", {0, 100});
     if (!flags.parse(argc, argv)) return 0;
     check_run_flags("gpt", flags, c.run);
+    check(c.model.arch == "gpt2" || c.model.arch == "llama", "gpt: --arch=", c.model.arch, " is not gpt2 or llama");
+    check(c.model.arch == "llama" || (c.model.kv_heads == 0 && c.model.rope_theta == 10000), "gpt: --kv-heads and "
+          "--rope-theta are llama's; add --arch=llama");
     check(c.val_tokens != 1, "--val-tokens: 1 token has nothing to predict; give 0 (all of them) or at least 2");
     return train(c);
   });

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# gpt learns: after a short run of a small GPT on Debian's fortunes its validation loss is below
-# the unigram baseline (predicting every character from its frequency alone) by a clear margin.
+# gpt learns: after a short run of a small GPT (or, given --arch=llama, a llama block) on Debian's
+# fortunes its validation loss is below the unigram baseline (predicting every character from its
+# frequency alone) by a clear margin, with its attention fused into FlashAttention.
 # Fails, saying how to install it, where the fortunes package is not installed.
 set -euo pipefail
 gpt="$1"
@@ -15,3 +16,4 @@ echo "$line" | awk '{ val = $3; base = $6 + 0; margin = base - val;
   if (margin < 0.4) { printf "FAIL: validation loss %s is not 0.4 below the unigram baseline %s\n", val, base; exit 1 }
   printf "PASS: validation loss %s is %.3f below the unigram baseline\n", val, margin }'
 grep -q "^sampled text" "$out"
+grep -q "FlashAttention(" "$out" || { echo "FAIL: FlashAttention did not fire:"; grep "^forward" "$out"; exit 1; }

@@ -18,6 +18,8 @@
 #include "ops/basic/position_embedding.h"
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
+#include "ops/basic/rotary_embedding.h"
+#include "ops/basic/swiglu.h"
 #include "tensor/factories.h"
 
 namespace fuselab::examples {
@@ -73,13 +75,54 @@ std::pair<std::shared_ptr<BasicOp>, std::shared_ptr<BasicOp>> residual(const std
   return {branch, add};
 }
 
+
+// A Linear without bias (weight N(0, std^2)), as Llama's.
+std::shared_ptr<BasicOp> llama_linear(int64_t in, int64_t out, double std, Generator& gen) {
+  auto linear = std::make_shared<Linear>(in, out, &gen);
+  linear->weight().set_data(normal({out, in}, 0, std, DType::Float32, &gen));
+  return linear;
+}
+
+Sequential llama_model(const GptConfig& c, Generator& gen, double std, double projection_std) {
+  const AttentionHeads heads{c.heads, c.kv_heads == 0 ? c.heads : c.kv_heads};
+  const int64_t head_dim = c.width / c.heads, hidden = llama_hidden(c.width);
+  Sequential model;
+  auto tokens = std::make_shared<Embedding>(c.vocab, c.width, &gen);
+  tokens->table().set_data(normal({c.vocab, c.width}, 0, std, DType::Float32, &gen));
+  model.append(tokens);
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const std::string n = std::to_string(l);
+    auto [attention_in, attention_out] = residual("attention_residual" + n);
+    model.append(attention_in).append(std::make_shared<RMSNorm>(c.width));
+    model.append(llama_linear(c.width, heads.columns() * head_dim, std, gen));
+    model.append(std::make_shared<RotaryEmbedding>(heads, c.rope_theta));
+    model.append(attention_ops(heads, /*causal=*/true, c.dropout, gen.next_u64(), "qkv" + n));
+    model.append(llama_linear(c.width, c.width, projection_std, gen)).append(attention_out);
+
+    auto [mlp_in, mlp_out] = residual("mlp_residual" + n);
+    model.append(mlp_in).append(std::make_shared<RMSNorm>(c.width));
+    model.append(llama_linear(c.width, 2 * hidden, std, gen)).append(std::make_shared<SwiGLU>());
+    model.append(llama_linear(hidden, c.width, projection_std, gen)).append(mlp_out);
+  }
+  model.append(std::make_shared<RMSNorm>(c.width)).append(llama_linear(c.width, c.vocab, std, gen));
+  return model;
+}
+
 }  // namespace
+
+int64_t llama_hidden(int64_t width) {
+  constexpr int64_t kMultiple = 64;
+  const int64_t hidden = (8 * width + 2) / 3;  // 8/3 width, rounded
+  return (hidden + kMultiple - 1) / kMultiple * kMultiple;
+}
 
 Sequential gpt_model(const GptConfig& c, Generator& gen) {
   check(c.heads > 0 && c.width % c.heads == 0, "gpt_model: width ", c.width, " must split evenly over ", c.heads,
         " heads");
+  check(c.arch == "gpt2" || c.arch == "llama", "gpt_model: arch '", c.arch, "' is not gpt2 or llama");
   constexpr double kStd = 0.02;
   const double projection_std = kStd / std::sqrt(2.0 * double(std::max<int64_t>(c.layers, 1)));
+  if (c.arch == "llama") return llama_model(c, gen, kStd, projection_std);
   Sequential model;
   auto tokens = std::make_shared<Embedding>(c.vocab, c.width, &gen);
   tokens->table().set_data(normal({c.vocab, c.width}, 0, kStd, DType::Float32, &gen));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "fuser/sequential.h"
@@ -50,12 +51,28 @@ Batch charlm_batch(const CharLMConfig& config, int64_t rows, DType dtype, Device
 // inputs. GPT-2's initialization: every weight and both embeddings N(0, 0.02^2), the two
 // projections that end a residual branch N(0, (0.02 / sqrt(2 layers))^2), biases 0, LayerNorms 1
 // and 0. The vocabulary's default is the fortunes corpus's (docs/training_programs.md).
+//
+// With arch "llama", the block of Llama (Touvron et al., 2023) as Hugging Face writes it, no
+// position embedding and no biases:
+//   Embedding,
+//   layers x [MakeExtraOutput, RMSNorm, Linear (width -> (heads + 2 kv_heads) head_dim: qkv),
+//             RotaryEmbedding(heads, theta), AttentionScores, Softmax, Dropout, AttentionValues,
+//             Linear, AddExtraInput,
+//             MakeExtraOutput, RMSNorm, Linear (width -> 2 hidden: gate | up), SwiGLU, Linear, AddExtraInput],
+//   RMSNorm, Linear (width -> vocab)
+// where hidden is 8/3 width rounded up to a multiple of 64 (llama_hidden), and the same GPT-2
+// initialization (RMSNorm gains 1).
 struct GptConfig {
   int64_t vocab = 112;
   int64_t context = 64, width = 128, layers = 3, heads = 4;
   double dropout = 0;  // on the attention probabilities
+  std::string arch = "gpt2";  // "gpt2" or "llama"
+  int64_t kv_heads = 0;       // llama: key and value heads, a divisor of heads (0: as many as heads)
+  double rope_theta = 10000;  // llama: the rotary embedding's base
 };
 Sequential gpt_model(const GptConfig& config, Generator& gen);
+// The width of a llama MLP's hidden layer for a model of width `width`.
+int64_t llama_hidden(int64_t width);
 // GPT's weight decay split, as minGPT's: group 0, the Linear weight matrices, decays by
 // `weight_decay`; group 1, biases, LayerNorm gains and shifts and the token and position
 // embeddings, does not (they set offsets and scales, which decay would only pull toward 0).

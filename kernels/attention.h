@@ -1,32 +1,41 @@
 // Attention's two matrix products, for the basic ops of ops/basic/attention.h. The input qkv is
-// [B, T, 3C] = [q | k | v] with C = H D: head h of q is columns h D .. h D + D - 1 of the first C,
-// of k and v the same columns of the second and third C. For each batch b and head h:
+// [B, T, (H + 2 K) D] = [q | k | v]: H query heads, then K key heads and K value heads (K divides H;
+// K = H is multi-head attention, K = 1 multi-query, between them grouped-query attention). Query
+// head h reads the key and value heads h / (H / K): each of those serves H / K query heads. For each
+// batch b and query head h:
 //
 //   scores:   s = q k^T * scale   [T, T], -inf above the diagonal when causal (a query sees only
 //             itself and earlier keys)
 //   backward: dq = ds k * scale,  dk = ds^T q * scale   (ds taken as 0 where masked), added to
-//             the grad of qkv passed on
-//   values:   y = p v   [T, D], written to columns h D .. of y [B, T, C] (the heads side by side)
-//   backward: dp = dy v^T,  dv = p^T dy
+//             the grad of qkv passed on; a shared key head sums the dk of its query heads
+//   values:   y = p v   [T, D], written to columns h D .. of y [B, T, H D] (the heads side by side)
+//   backward: dp = dy v^T,  dv = p^T dy   (summed over the query heads sharing the value head)
 //
-// Every product is one GEMM on strided operands (leading dimension 3C, C or T): OpenBLAS on the
-// CPU (kernels/cpu/attention.cc), cuBLASLt on CUDA (kernels/cuda/attention.cu). scores and p are
-// [B, H, T, T]: this is the path that materializes the probabilities, as PyTorch's math attention.
+// Every product is one GEMM on strided operands (leading dimension (H + 2 K) D, H D or T): OpenBLAS
+// on the CPU (kernels/cpu/attention.cc), cuBLASLt on CUDA (kernels/cuda/attention.cu). scores and p
+// are [B, H, T, T]: this is the path that materializes the probabilities, as PyTorch's math attention.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/host_device.h"
 #include "kernels/kernel.h"
 
 namespace fuselab::kernels {
 
 struct AttentionShape {
-  int64_t batch, heads, tokens, head_dim;
-  int64_t width() const { return heads * head_dim; }                     // C
-  int64_t qkv_row() const { return 3 * width(); }                        // 3C, qkv's leading dimension
-  int64_t qkv_at(int64_t b, int64_t h) const { return b * tokens * qkv_row() + h * head_dim; }  // q of (b, h)
-  int64_t scores_at(int64_t b, int64_t h) const { return (b * heads + h) * tokens * tokens; }
-  int64_t output_at(int64_t b, int64_t h) const { return b * tokens * width() + h * head_dim; }
+  int64_t batch, heads, kv_heads, tokens, head_dim;
+  FUSELAB_HOST_DEVICE int64_t width() const { return heads * head_dim; }  // H D: y's row
+  FUSELAB_HOST_DEVICE int64_t group() const { return heads / kv_heads; }  // query heads per key head
+  FUSELAB_HOST_DEVICE int64_t qkv_row() const { return (heads + 2 * kv_heads) * head_dim; }  // qkv's leading dim
+  // Where token 0 of query head h, and of the key and value heads it reads, lie in qkv.
+  FUSELAB_HOST_DEVICE int64_t q_at(int64_t b, int64_t h) const { return b * tokens * qkv_row() + h * head_dim; }
+  FUSELAB_HOST_DEVICE int64_t k_at(int64_t b, int64_t h) const {
+    return b * tokens * qkv_row() + (heads + h / group()) * head_dim;
+  }
+  FUSELAB_HOST_DEVICE int64_t v_at(int64_t b, int64_t h) const { return k_at(b, h) + kv_heads * head_dim; }
+  FUSELAB_HOST_DEVICE int64_t scores_at(int64_t b, int64_t h) const { return (b * heads + h) * tokens * tokens; }
+  FUSELAB_HOST_DEVICE int64_t output_at(int64_t b, int64_t h) const { return b * tokens * width() + h * head_dim; }
 };
 
 template <class T>

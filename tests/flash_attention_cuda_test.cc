@@ -47,10 +47,14 @@ struct Case {
   bool causal;
   double dropout = 0;
   bool with_dqkv_out = true;
+  int64_t kv_heads = 0;  // 0: as many as heads
+  int64_t key_heads() const { return kv_heads == 0 ? heads : kv_heads; }
+  int64_t qkv_width() const { return (heads + 2 * key_heads()) * head_dim; }
 };
 
 std::string describe(const Case& c) {
-  return "B=" + std::to_string(c.batch) + " H=" + std::to_string(c.heads) + " T=" + std::to_string(c.tokens) +
+  return "B=" + std::to_string(c.batch) + " H=" + std::to_string(c.heads) + " K=" + std::to_string(c.key_heads()) +
+         " T=" + std::to_string(c.tokens) +
          " D=" + std::to_string(c.head_dim) + (c.causal ? " causal" : "") + " dropout=" + std::to_string(c.dropout) +
          (c.with_dqkv_out ? " with dqkv_out" : " dqkv_out null");
 }
@@ -64,15 +68,17 @@ struct Reference {
 // dq_i = scale sum_j ds_ij k_j, dk_j = scale sum_i ds_ij q_i, dv_j = sum_i p_ij z_ij dy_i.
 Reference reference(const Case& c, double scale, uint64_t seed, const std::vector<double>& qkv,
                     const std::vector<double>& dy, const std::vector<double>& dqkv_out) {
-  const int64_t B = c.batch, H = c.heads, T = c.tokens, D = c.head_dim, C = H * D, ld = 3 * C;
+  const int64_t B = c.batch, H = c.heads, T = c.tokens, D = c.head_dim, C = H * D, ld = c.qkv_width();
+  const int64_t K = c.key_heads(), G = H / K;  // query heads h read key head h / G
   Reference r{std::vector<double>(B * T * C), std::vector<double>(B * H * T), dqkv_out};
   if (r.dqkv.empty()) r.dqkv.assign(B * T * ld, 0.0);
   std::vector<double> p(T * T), z(T * T);
   for (int64_t b = 0; b < B; ++b) {
     for (int64_t h = 0; h < H; ++h) {
       auto q = [&](int64_t i, int64_t d) { return qkv[(b * T + i) * ld + h * D + d]; };
-      auto k = [&](int64_t j, int64_t d) { return qkv[(b * T + j) * ld + C + h * D + d]; };
-      auto v = [&](int64_t j, int64_t d) { return qkv[(b * T + j) * ld + 2 * C + h * D + d]; };
+      const int64_t k_at = (H + h / G) * D, v_at = (H + K + h / G) * D;
+      auto k = [&](int64_t j, int64_t d) { return qkv[(b * T + j) * ld + k_at + d]; };
+      auto v = [&](int64_t j, int64_t d) { return qkv[(b * T + j) * ld + v_at + d]; };
       auto g = [&](int64_t i, int64_t d) { return dy[(b * T + i) * C + h * D + d]; };
       for (int64_t i = 0; i < T; ++i) {
         double m = -INFINITY;
@@ -103,8 +109,8 @@ Reference reference(const Case& c, double scale, uint64_t seed, const std::vecto
           const double pij = p[i * T + j], zij = z[i * T + j], ds = pij * (zij * dp - row_dot);
           for (int64_t d = 0; d < D; ++d) {
             r.dqkv[(b * T + i) * ld + h * D + d] += scale * ds * k(j, d);
-            r.dqkv[(b * T + j) * ld + C + h * D + d] += scale * ds * q(i, d);
-            r.dqkv[(b * T + j) * ld + 2 * C + h * D + d] += pij * zij * g(i, d);
+            r.dqkv[(b * T + j) * ld + k_at + d] += scale * ds * q(i, d);
+            r.dqkv[(b * T + j) * ld + v_at + d] += pij * zij * g(i, d);
           }
         }
       }
@@ -131,13 +137,13 @@ void check(const Case& c, DType dtype, double tol) {
   using C = compute_t<T>;
   SCOPED_TRACE(describe(c));
   const int64_t B = c.batch, H = c.heads, T_ = c.tokens, D = c.head_dim, width = H * D;
-  const kernels::AttentionShape shape{B, H, T_, D};
+  const kernels::AttentionShape shape{B, H, c.key_heads(), T_, D};
   const double scale = 1 / std::sqrt(double(D));
   const uint64_t seed = 1234;
   Generator gen(17);
-  const Tensor qkv = randn({B, T_, 3 * width}, DType::Float64, &gen).to(dtype);
+  const Tensor qkv = randn({B, T_, c.qkv_width()}, DType::Float64, &gen).to(dtype);
   const Tensor dy = randn({B, T_, width}, DType::Float64, &gen).to(dtype);
-  const Tensor dqkv_out = c.with_dqkv_out ? randn({B, T_, 3 * width}, DType::Float64, &gen).to(dtype) : Tensor();
+  const Tensor dqkv_out = c.with_dqkv_out ? randn({B, T_, c.qkv_width()}, DType::Float64, &gen).to(dtype) : Tensor();
   const Reference want =
       reference(c, double(C(scale)), seed, values(qkv), values(dy), c.with_dqkv_out ? values(dqkv_out) : std::vector<double>{});
 
@@ -149,7 +155,7 @@ void check(const Case& c, DType dtype, double tol) {
   launch("FlashAttention", qkv_gpu,
          kernels::FlashAttentionForward<T>{shape, qkv_gpu.ptr<T>(), y.ptr<T>(), lse.ptr<C>(), C(scale), c.causal, dropout});
   auto backward = [&] {
-    const Tensor dqkv = empty({B, T_, 3 * width}, dtype, kGpu);
+    const Tensor dqkv = empty({B, T_, c.qkv_width()}, dtype, kGpu);
     launch("FlashAttention", qkv_gpu,
            kernels::FlashAttentionBackward<T>{shape, qkv_gpu.ptr<T>(), y.ptr<T>(), lse.ptr<C>(), dy_gpu.ptr<T>(),
                                               ptr_or_null<T>(dqkv_out_gpu), dqkv.ptr<T>(), C(scale), c.causal,
@@ -175,6 +181,8 @@ const std::vector<Case> kSmallCases = {
     {1, 1, 33, 12, true, 0.3},          // one head, dropout, head dim not a power of two
     {1, 3, 20, 5, false, 0.2, false},   // one partial tile, dropout, no dqkv_out
     {1, 1, 17, 16, true, 0.25, false},  // float64's diagonal tile plus one row
+    {2, 4, 37, 8, true, 0.2, true, 2},  // grouped-query: two query heads per key head
+    {1, 3, 20, 4, false, 0, false, 1},  // multi-query
 };
 
 TEST_F(FlashAttentionCuda, Float64MatchesTheReference) {
@@ -204,7 +212,7 @@ TEST_F(FlashAttentionCuda, ManyTilesMatchTheReference) {
 }
 
 TEST_F(FlashAttentionCuda, RefusesAHeadDimAboveTheMaximum) {
-  const kernels::AttentionShape shape{1, 1, 4, 129};
+  const kernels::AttentionShape shape{1, 1, 1, 4, 129};
   const Tensor qkv = zeros({1, 4, 3 * 129}, DType::Float32, kGpu), y = zeros({1, 4, 129}, DType::Float32, kGpu);
   const Tensor lse = zeros({1, 1, 4}, DType::Float32, kGpu), dqkv = zeros({1, 4, 3 * 129}, DType::Float32, kGpu);
   testing::expect_error(

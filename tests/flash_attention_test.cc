@@ -23,12 +23,14 @@ using testing::random_tensor;
 struct Attention {
   int64_t batch, tokens, heads, head_dim;
   bool causal;
-  Shape qkv() const { return {batch, tokens, 3 * heads * head_dim}; }
+  int64_t kv_heads = 0;  // 0: as many as heads
+  AttentionHeads attention_heads() const { return {heads, kv_heads == 0 ? heads : kv_heads}; }
+  Shape qkv() const { return {batch, tokens, attention_heads().columns() * head_dim}; }
 };
 
 // scores -> softmax -> dropout(p, seed) -> values, qkv on a hidden channel between the ends.
 Sequential attention(const Attention& a, double p, uint64_t seed) {
-  return Sequential(attention_ops(a.heads, a.causal, p, seed));
+  return Sequential(attention_ops(a.attention_heads(), a.causal, p, seed));
 }
 
 TEST(FlashAttention, FiresInBothPasses) {
@@ -62,10 +64,11 @@ void expect_fused_matches_unfused(const Attention& a, DType dtype, bool training
 
 TEST(FlashAttention, MatchesUnfusedOnOutputAndGrads) {
   for (const Attention& a : {Attention{2, 5, 2, 3, true}, Attention{2, 5, 2, 3, false}, Attention{1, 1, 1, 4, true},
-                             Attention{1, 100, 1, 8, true}, Attention{2, 70, 3, 5, false}}) {
+                             Attention{1, 100, 1, 8, true}, Attention{2, 70, 3, 5, false},
+                             Attention{2, 70, 4, 5, true, 2}, Attention{1, 67, 3, 4, false, 1}}) {
     for (DType dtype : {DType::Float64, DType::Float32}) {
       for (bool training : {false, true}) {
-        SCOPED_TRACE("T " + std::to_string(a.tokens) + " heads " + std::to_string(a.heads) + " head_dim " +
+        SCOPED_TRACE("T " + std::to_string(a.tokens) + " " + a.attention_heads().describe() + " head_dim " +
                      std::to_string(a.head_dim) + (a.causal ? " causal " : " ") + dtype_name(dtype) +
                      (training ? " training" : " eval"));
         expect_fused_matches_unfused(a, dtype, training, 0.25);

@@ -27,6 +27,7 @@
 #include "ops/basic/position_embedding.h"
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
+#include "ops/basic/rotary_embedding.h"
 #include "ops/basic/softmax.h"
 #include "ops/basic/swiglu.h"
 #include "fuser/sequential.h"
@@ -38,7 +39,7 @@ namespace {
 
 // Causal scores are -inf above the diagonal, which no loss can weigh, so the causal case runs
 // AttentionScores into Softmax; outputs: the probabilities, then qkv (the extra output).
-CaseFunction causal_probabilities(int64_t heads) {
+CaseFunction causal_probabilities(AttentionHeads heads) {
   return [heads](const Inputs& x) {
     Sequential seq({std::make_shared<AttentionScores>(heads, true), std::make_shared<Softmax>()});
     const SequentialOutput out = seq(x[0], {});
@@ -209,17 +210,22 @@ void basic_op_cases(const Add& add) {
   add(op("PositionEmbedding").input({2, 5, 4}).input({5, 4}).bfloat16().runs(basic<PositionEmbedding>(5, 4)));
   add(op("PositionEmbedding").input({300, 3, 7}).input({3, 7}).bfloat16().runs(basic<PositionEmbedding>(3, 7)));
   for (const Shape& s : {Shape{3, 7}, Shape{2, 3, 5, 5}, Shape{37, 257}}) add(op("Softmax").input(s, -3, 3).bfloat16().runs(basic<Softmax>()));
-  // qkv [batch, tokens, 3 heads head_dim]: two heads, T = 1, one head, T not a multiple of a
-  // vector width, a longer sequence.
+  // qkv [batch, tokens, (heads + 2 kv_heads) head_dim]: two heads, T = 1, one head, T not a
+  // multiple of a vector width, a longer sequence; then grouped-query (4 heads over 2 kv heads) and
+  // multi-query (3 heads over 1) attention.
   struct Attention {
-    int64_t batch, tokens, heads, head_dim;
+    int64_t batch, tokens, heads, kv_heads, head_dim;
   };
-  for (const Attention a : {Attention{2, 5, 2, 3}, Attention{1, 1, 1, 4}, Attention{1, 7, 1, 2}, Attention{2, 67, 3, 8}}) {
-    const Shape qkv{a.batch, a.tokens, 3 * a.heads * a.head_dim}, probs{a.batch, a.heads, a.tokens, a.tokens};
-    add(op("AttentionScores").input(qkv).bfloat16().runs(basic<AttentionScores>(a.heads, false)));
-    add(op("AttentionScores").input(qkv).named("causal_then_softmax").bfloat16().runs(causal_probabilities(a.heads)));
-    add(op("AttentionValues").input(probs, 0, 1).input(qkv).bfloat16().runs(basic<AttentionValues>(a.heads)));
+  for (const Attention a : {Attention{2, 5, 2, 2, 3}, Attention{1, 1, 1, 1, 4}, Attention{1, 7, 1, 1, 2},
+                            Attention{2, 67, 3, 3, 8}, Attention{2, 5, 4, 2, 3}, Attention{1, 9, 3, 1, 4}}) {
+    const AttentionHeads heads{a.heads, a.kv_heads};
+    const Shape qkv{a.batch, a.tokens, heads.columns() * a.head_dim}, probs{a.batch, a.heads, a.tokens, a.tokens};
+    add(op("AttentionScores").input(qkv).bfloat16().runs(basic<AttentionScores>(heads, false)));
+    add(op("AttentionScores").input(qkv).named("causal_then_softmax").bfloat16().runs(causal_probabilities(heads)));
+    add(op("AttentionValues").input(probs, 0, 1).input(qkv).bfloat16().runs(basic<AttentionValues>(heads)));
+    if (a.head_dim % 2 == 0) add(op("RotaryEmbedding").input(qkv).bfloat16().runs(basic<RotaryEmbedding>(heads)));
   }
+  add(op("RotaryEmbedding").input({1, 3, 3 * 4}).named("theta_100").bfloat16().runs(basic<RotaryEmbedding>(1, 100.0)));
 }
 
 // Conv2d and ChannelBias on NCHW inputs: 1x1 kernels, stride 2 with odd images, padding wider

@@ -14,9 +14,8 @@ void AttentionScoresForward<T>::cpu(KernelContext&) const {
   const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row();
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      const T* q = qkv + s.qkv_at(b, h);
       T* out = scores + s.scores_at(b, h);
-      gemm<T>(false, true, t, t, d, T(scale), q, ld, q + s.width(), ld, T(0), out, t);
+      gemm<T>(false, true, t, t, d, T(scale), qkv + s.q_at(b, h), ld, qkv + s.k_at(b, h), ld, T(0), out, t);
       if (!causal) continue;
       const T minus_infinity = T(-std::numeric_limits<float>::infinity());
       for (int64_t i = 0; i < t; ++i) std::fill(out + i * t + i + 1, out + (i + 1) * t, minus_infinity);
@@ -33,7 +32,6 @@ void AttentionScoresBackward<T>::cpu(KernelContext& ctx) const {
   else std::fill_n(dqkv, n, T(0));
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      const T* q = qkv + s.qkv_at(b, h);
       const T* ds = dscores + s.scores_at(b, h);
       if (causal) {  // ds with its masked entries zeroed
         for (int64_t i = 0; i < t; ++i) {
@@ -42,9 +40,9 @@ void AttentionScoresBackward<T>::cpu(KernelContext& ctx) const {
         }
         ds = masked;
       }
-      T* dq = dqkv + s.qkv_at(b, h);
-      gemm<T>(false, false, t, d, t, T(scale), ds, t, q + s.width(), ld, T(1), dq, ld);   // dq += ds k
-      gemm<T>(true, false, t, d, t, T(scale), ds, t, q, ld, T(1), dq + s.width(), ld);    // dk += ds^T q
+      const int64_t q_at = s.q_at(b, h), k_at = s.k_at(b, h);
+      gemm<T>(false, false, t, d, t, T(scale), ds, t, qkv + k_at, ld, T(1), dqkv + q_at, ld);  // dq += ds k
+      gemm<T>(true, false, t, d, t, T(scale), ds, t, qkv + q_at, ld, T(1), dqkv + k_at, ld);   // dk += ds^T q
     }
   }
 }
@@ -54,9 +52,8 @@ void AttentionValuesForward<T>::cpu(KernelContext&) const {
   const int64_t t = s.tokens, d = s.head_dim;
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      const T* v = qkv + s.qkv_at(b, h) + 2 * s.width();
-      gemm<T>(false, false, t, d, t, T(1), probs + s.scores_at(b, h), t, v, s.qkv_row(), T(0), y + s.output_at(b, h),
-              s.width());
+      gemm<T>(false, false, t, d, t, T(1), probs + s.scores_at(b, h), t, qkv + s.v_at(b, h), s.qkv_row(), T(0),
+              y + s.output_at(b, h), s.width());
     }
   }
 }
@@ -67,10 +64,10 @@ void AttentionValuesBackward<T>::cpu(KernelContext&) const {
   if (dqkv) std::fill_n(dqkv, s.batch * t * ld, T(0));
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t v_at = s.qkv_at(b, h) + 2 * s.width();
+      const int64_t v_at = s.v_at(b, h);
       const T* g = dy + s.output_at(b, h);
       if (dprobs) gemm<T>(false, true, t, t, d, T(1), g, s.width(), qkv + v_at, ld, T(0), dprobs + s.scores_at(b, h), t);
-      if (dqkv) gemm<T>(true, false, t, d, t, T(1), probs + s.scores_at(b, h), t, g, s.width(), T(0), dqkv + v_at, ld);
+      if (dqkv) gemm<T>(true, false, t, d, t, T(1), probs + s.scores_at(b, h), t, g, s.width(), T(1), dqkv + v_at, ld);
     }
   }
 }

@@ -1,7 +1,7 @@
 // The CPU bodies of kernels/flash_attention.h, on tiles of 64 queries by 64 keys whose products
 // are GEMMs in compute_t<T> (kernels/cpu/gemm.h) on the head's rows where they lie (bfloat16 rows
 // are widened to float32 first). The forward runs one job per (batch, head, query tile) in
-// parallel; the backward one job per (batch, head), its tiles in a fixed order, so every sum is
+// parallel; the backward one job per (batch, key head), its tiles in a fixed order, so every sum is
 // deterministic at any thread count.
 #include "kernels/flash_attention.h"
 
@@ -115,6 +115,24 @@ void apply_dropout(const FlashDropout& dropout, int64_t flat, C* p, int64_t cols
   for (int64_t jj = 0; jj < cols; ++jj) p[jj] *= keep<C>(dropout, flat + jj);
 }
 
+// out = dqkv_out + grad over rows [0, T) of one head's columns at `at` (dqkv_out null: zero).
+template <class T, class C>
+void write_head_grad(T* dqkv, const T* dqkv_out, int64_t at, int64_t ld, const std::vector<C>& grad, int64_t t,
+                     int64_t d) {
+  for (int64_t i = 0; i < t; ++i) {
+    const C* g = grad.data() + i * d;
+    T* out = dqkv + at + i * ld;
+    if (dqkv_out) {
+      const T* passed_on = dqkv_out + at + i * ld;
+#pragma omp simd
+      for (int64_t e = 0; e < d; ++e) out[e] = T(C(passed_on[e]) + g[e]);
+    } else {
+#pragma omp simd
+      for (int64_t e = 0; e < d; ++e) out[e] = T(g[e]);
+    }
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -127,14 +145,13 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
   for (int64_t job = 0; job < jobs; ++job) {
     const int64_t b = job / (s.heads * tiles), h = job / tiles % s.heads;
     const int64_t i0 = job % tiles * kTile, i1 = std::min(t, i0 + kTile), rows = i1 - i0;
-    const T* q = qkv + s.qkv_at(b, h);
     std::vector<C> q_buffer, k_buffer, v_buffer, p(size_t(rows * kTile));
     std::vector<C> o(size_t(rows * d), C(0)), m(size_t(rows), -std::numeric_limits<C>::infinity()), l(size_t(rows), C(0));
-    const HeadRows<C> qi = head_rows(q, ld, i0, i1, d, q_buffer);
+    const HeadRows<C> qi = head_rows(qkv + s.q_at(b, h), ld, i0, i1, d, q_buffer);
     for (int64_t j0 = 0; j0 < (causal ? i1 : t); j0 += kTile) {  // causal: later key tiles skipped
       const int64_t j1 = std::min(t, j0 + kTile), cols = j1 - j0;
-      const HeadRows<C> kj = head_rows(q + c, ld, j0, j1, d, k_buffer),
-                        vj = head_rows(q + 2 * c, ld, j0, j1, d, v_buffer);
+      const HeadRows<C> kj = head_rows(qkv + s.k_at(b, h), ld, j0, j1, d, k_buffer),
+                        vj = head_rows(qkv + s.v_at(b, h), ld, j0, j1, d, v_buffer);
       cpu::gemm<C>(false, true, rows, cols, d, scale, qi.data, qi.ld, kj.data, kj.ld, C(0), p.data(), cols);  // s
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r, live = live_keys(causal, i, j0, cols);
@@ -163,80 +180,71 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
   }
 }
 
+// One job per (batch, key head): the key head's dk and dv sum over the query heads that share it, in
+// a fixed order, so no two jobs write the same columns.
 template <class T>
 void FlashAttentionBackward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
   const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row(), c = s.width();
-  const int64_t jobs = s.batch * s.heads;
+  const int64_t jobs = s.batch * s.kv_heads;
   const bool avx512 = cpu::use_avx512();
 #pragma omp parallel for schedule(dynamic) if (jobs > 1 && t * t * d > cpu::kParallelGrain)
   for (int64_t job = 0; job < jobs; ++job) {
-    const int64_t b = job / s.heads, h = job % s.heads;
-    const T* q = qkv + s.qkv_at(b, h);
+    const int64_t b = job / s.kv_heads, first_head = job % s.kv_heads * s.group();
     const size_t head = size_t(t * d);
-    std::vector<C> buffers[5], dq(head, C(0)), dk(head, C(0)), dv(head, C(0));
-    const HeadRows<C> qc = head_rows(q, ld, 0, t, d, buffers[0]), kc = head_rows(q + c, ld, 0, t, d, buffers[1]),
-                      vc = head_rows(q + 2 * c, ld, 0, t, d, buffers[2]),
-                      dyc = head_rows(dy + s.output_at(b, h), c, 0, t, d, buffers[3]),
-                      yc = head_rows(y + s.output_at(b, h), c, 0, t, d, buffers[4]);
-    std::vector<C> big_d(static_cast<size_t>(t));  // D_i = dy_i . y_i
-    for (int64_t i = 0; i < t; ++i) {
-      const C *dy_i = dyc.row(i), *y_i = yc.row(i);
-      C sum = 0;
+    std::vector<C> buffers[5], dq(head), dk(head, C(0)), dv(head, C(0));
+    const HeadRows<C> kc = head_rows(qkv + s.k_at(b, first_head), ld, 0, t, d, buffers[1]),
+                      vc = head_rows(qkv + s.v_at(b, first_head), ld, 0, t, d, buffers[2]);
+    std::vector<C> big_d(static_cast<size_t>(t)), p(size_t(kTile * kTile)), dp(size_t(kTile * kTile));
+    for (int64_t h = first_head; h < first_head + s.group(); ++h) {
+      const HeadRows<C> qc = head_rows(qkv + s.q_at(b, h), ld, 0, t, d, buffers[0]),
+                        dyc = head_rows(dy + s.output_at(b, h), c, 0, t, d, buffers[3]),
+                        yc = head_rows(y + s.output_at(b, h), c, 0, t, d, buffers[4]);
+      for (int64_t i = 0; i < t; ++i) {  // D_i = dy_i . y_i
+        const C *dy_i = dyc.row(i), *y_i = yc.row(i);
+        C sum = 0;
 #pragma omp simd reduction(+ : sum)
-      for (int64_t e = 0; e < d; ++e) sum += dy_i[e] * y_i[e];
-      big_d[size_t(i)] = sum;
-    }
-    std::vector<C> p(size_t(kTile * kTile)), dp(size_t(kTile * kTile));
-    for (int64_t j0 = 0; j0 < t; j0 += kTile) {
-      const int64_t j1 = std::min(t, j0 + kTile), cols = j1 - j0;
-      for (int64_t i0 = causal ? j0 / kTile * kTile : 0; i0 < t; i0 += kTile) {  // causal: earlier query tiles see none
-        const int64_t i1 = std::min(t, i0 + kTile), rows = i1 - i0;
-        const C *qi = qc.row(i0), *dyi = dyc.row(i0), *kj = kc.row(j0), *vj = vc.row(j0);
-        cpu::gemm<C>(false, true, rows, cols, d, scale, qi, qc.ld, kj, kc.ld, C(0), p.data(), cols);    // s
-        cpu::gemm<C>(false, true, rows, cols, d, C(1), dyi, dyc.ld, vj, vc.ld, C(0), dp.data(), cols);  // dy v^T
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t i = i0 + r, live = live_keys(causal, i, j0, cols);
-          const C lse_i = lse[(b * s.heads + h) * t + i], d_i = big_d[size_t(i)];
-          C* pr = p.data() + r * cols;  // s, then p, then p z (the dropped probabilities)
-          C* dsr = dp.data() + r * cols;  // dy v^T, then ds
-          C* ds_now = dropout.p == 0 ? dsr : nullptr;  // with dropout, ds needs z: below
-          if (avx512) {
-            avx512_probabilities_row(pr, ds_now, live, cols, lse_i, d_i);
-          } else {
-            baseline_probabilities_row(pr, ds_now, live, cols, lse_i, d_i);
-          }
-          if (dropout.p > 0) {
-            const int64_t flat = ((b * s.heads + h) * t + i) * t + j0;
-            for (int64_t jj = 0; jj < cols; ++jj) {
-              const C z = keep<C>(dropout, flat + jj);
-              dsr[jj] = pr[jj] * (z * dsr[jj] - d_i);
-              pr[jj] *= z;
+        for (int64_t e = 0; e < d; ++e) sum += dy_i[e] * y_i[e];
+        big_d[size_t(i)] = sum;
+      }
+      std::fill(dq.begin(), dq.end(), C(0));
+      for (int64_t j0 = 0; j0 < t; j0 += kTile) {
+        const int64_t j1 = std::min(t, j0 + kTile), cols = j1 - j0;
+        for (int64_t i0 = causal ? j0 / kTile * kTile : 0; i0 < t; i0 += kTile) {  // causal: earlier query tiles see none
+          const int64_t i1 = std::min(t, i0 + kTile), rows = i1 - i0;
+          const C *qi = qc.row(i0), *dyi = dyc.row(i0), *kj = kc.row(j0), *vj = vc.row(j0);
+          cpu::gemm<C>(false, true, rows, cols, d, scale, qi, qc.ld, kj, kc.ld, C(0), p.data(), cols);    // s
+          cpu::gemm<C>(false, true, rows, cols, d, C(1), dyi, dyc.ld, vj, vc.ld, C(0), dp.data(), cols);  // dy v^T
+          for (int64_t r = 0; r < rows; ++r) {
+            const int64_t i = i0 + r, live = live_keys(causal, i, j0, cols);
+            const C lse_i = lse[(b * s.heads + h) * t + i], d_i = big_d[size_t(i)];
+            C* pr = p.data() + r * cols;    // s, then p, then p z (the dropped probabilities)
+            C* dsr = dp.data() + r * cols;  // dy v^T, then ds
+            C* ds_now = dropout.p == 0 ? dsr : nullptr;  // with dropout, ds needs z: below
+            if (avx512) {
+              avx512_probabilities_row(pr, ds_now, live, cols, lse_i, d_i);
+            } else {
+              baseline_probabilities_row(pr, ds_now, live, cols, lse_i, d_i);
+            }
+            if (dropout.p > 0) {
+              const int64_t flat = ((b * s.heads + h) * t + i) * t + j0;
+              for (int64_t jj = 0; jj < cols; ++jj) {
+                const C z = keep<C>(dropout, flat + jj);
+                dsr[jj] = pr[jj] * (z * dsr[jj] - d_i);
+                pr[jj] *= z;
+              }
             }
           }
-        }
-        C *dv_j = dv.data() + j0 * d, *dk_j = dk.data() + j0 * d, *dq_i = dq.data() + i0 * d;
-        cpu::gemm<C>(true, false, cols, d, rows, C(1), p.data(), cols, dyi, dyc.ld, C(1), dv_j, d);   // dv += pz^T dy
-        cpu::gemm<C>(true, false, cols, d, rows, scale, dp.data(), cols, qi, qc.ld, C(1), dk_j, d);   // dk += ds^T q
-        cpu::gemm<C>(false, false, rows, d, cols, scale, dp.data(), cols, kj, kc.ld, C(1), dq_i, d);  // dq += ds k
-      }
-    }
-    // dqkv = dqkv_out + [dq | dk | dv] in this head's columns.
-    for (int64_t i = 0; i < t; ++i) {
-      for (int64_t part = 0; part < 3; ++part) {
-        const C* grad = (part == 0 ? dq : part == 1 ? dk : dv).data() + i * d;
-        const int64_t at = s.qkv_at(b, h) + i * ld + part * c;
-        T* out = dqkv + at;
-        if (dqkv_out) {
-          const T* passed_on = dqkv_out + at;
-#pragma omp simd
-          for (int64_t e = 0; e < d; ++e) out[e] = T(C(passed_on[e]) + grad[e]);
-        } else {
-#pragma omp simd
-          for (int64_t e = 0; e < d; ++e) out[e] = T(grad[e]);
+          C *dv_j = dv.data() + j0 * d, *dk_j = dk.data() + j0 * d, *dq_i = dq.data() + i0 * d;
+          cpu::gemm<C>(true, false, cols, d, rows, C(1), p.data(), cols, dyi, dyc.ld, C(1), dv_j, d);   // dv += pz^T dy
+          cpu::gemm<C>(true, false, cols, d, rows, scale, dp.data(), cols, qi, qc.ld, C(1), dk_j, d);   // dk += ds^T q
+          cpu::gemm<C>(false, false, rows, d, cols, scale, dp.data(), cols, kj, kc.ld, C(1), dq_i, d);  // dq += ds k
         }
       }
+      write_head_grad(dqkv, dqkv_out, s.q_at(b, h), ld, dq, t, d);
     }
+    write_head_grad(dqkv, dqkv_out, s.k_at(b, first_head), ld, dk, t, d);
+    write_head_grad(dqkv, dqkv_out, s.v_at(b, first_head), ld, dv, t, d);
   }
 }
 

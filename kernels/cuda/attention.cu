@@ -41,8 +41,8 @@ void AttentionScoresForward<T>::cuda(KernelContext& ctx) const {
   const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row();
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      const T* q = qkv + s.qkv_at(b, h);
-      gemm<T>(false, true, t, t, d, scale, q, ld, q + s.width(), ld, 0, scores + s.scores_at(b, h), t, ctx.device);
+      gemm<T>(false, true, t, t, d, scale, qkv + s.q_at(b, h), ld, qkv + s.k_at(b, h), ld, 0, scores + s.scores_at(b, h),
+              t, ctx.device);
     }
   }
   if (causal) causal_mask<T>(scores, scores, s, false, ctx.device);
@@ -62,11 +62,10 @@ void AttentionScoresBackward<T>::cuda(KernelContext& ctx) const {
   }
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      const T* q = qkv + s.qkv_at(b, h);
       const T* ds_bh = ds + s.scores_at(b, h);
-      T* dq = dqkv + s.qkv_at(b, h);
-      gemm<T>(false, false, t, d, t, scale, ds_bh, t, q + s.width(), ld, 1, dq, ld, ctx.device);  // dq += ds k
-      gemm<T>(true, false, t, d, t, scale, ds_bh, t, q, ld, 1, dq + s.width(), ld, ctx.device);   // dk += ds^T q
+      const int64_t q_at = s.q_at(b, h), k_at = s.k_at(b, h);
+      gemm<T>(false, false, t, d, t, scale, ds_bh, t, qkv + k_at, ld, 1, dqkv + q_at, ld, ctx.device);  // dq += ds k
+      gemm<T>(true, false, t, d, t, scale, ds_bh, t, qkv + q_at, ld, 1, dqkv + k_at, ld, ctx.device);   // dk += ds^T q
     }
   }
 }
@@ -76,9 +75,8 @@ void AttentionValuesForward<T>::cuda(KernelContext& ctx) const {
   const int64_t t = s.tokens, d = s.head_dim;
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      const T* v = qkv + s.qkv_at(b, h) + 2 * s.width();
-      gemm<T>(false, false, t, d, t, 1, probs + s.scores_at(b, h), t, v, s.qkv_row(), 0, y + s.output_at(b, h),
-              s.width(), ctx.device);
+      gemm<T>(false, false, t, d, t, 1, probs + s.scores_at(b, h), t, qkv + s.v_at(b, h), s.qkv_row(), 0,
+              y + s.output_at(b, h), s.width(), ctx.device);
     }
   }
 }
@@ -89,13 +87,13 @@ void AttentionValuesBackward<T>::cuda(KernelContext& ctx) const {
   if (dqkv) fill_bytes(dqkv, 0, size_t(s.batch * t * ld) * sizeof(T), ctx.device);
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t v_at = s.qkv_at(b, h) + 2 * s.width();
+      const int64_t v_at = s.v_at(b, h);
       const T* g = dy + s.output_at(b, h);
       if (dprobs) {
         gemm<T>(false, true, t, t, d, 1, g, s.width(), qkv + v_at, ld, 0, dprobs + s.scores_at(b, h), t, ctx.device);
       }
       if (dqkv) {
-        gemm<T>(true, false, t, d, t, 1, probs + s.scores_at(b, h), t, g, s.width(), 0, dqkv + v_at, ld, ctx.device);
+        gemm<T>(true, false, t, d, t, 1, probs + s.scores_at(b, h), t, g, s.width(), 1, dqkv + v_at, ld, ctx.device);
       }
     }
   }

@@ -8,7 +8,8 @@
 //
 //   forward:     one block per (b, h, query tile): K and V tiles stream; online softmax per row
 //   row dots:    D_i = dy_i . y_i, one warp per row
-//   key grads:   one block per (b, h, key tile): Q and dY tiles stream; dk_j, dv_j in registers
+//   key grads:   one block per (b, key head, key tile): the Q and dY tiles of each query head that
+//                shares the key head stream; dk_j, dv_j in registers
 //   query grads: one block per (b, h, query tile): K and V tiles stream; dq_i in registers
 //
 // The grads are split by who owns the sum, so nothing is added atomically and the results do not
@@ -50,27 +51,27 @@ constexpr int kSlice = kMaxHeadDim / Tile<C>::kLanes;  // columns a lane holds
 template <class C>
 constexpr int kBlockThreads = Tile<C>::kRows * Tile<C>::kLanes;
 
-struct Dims {
-  int64_t batch, heads, tokens, head_dim, tiles;
-  __host__ __device__ int64_t width() const { return heads * head_dim; }
+struct Dims : AttentionShape {
+  int64_t tiles;
   // Dropout's flat index of (query i, key j) in the unfused [B, H, T, T] probabilities.
   __host__ __device__ uint64_t mask_index(int64_t b, int64_t h, int64_t i, int64_t j) const {
     return uint64_t(((b * heads + h) * tokens + i) * tokens + j);
   }
 };
 
-// The block's batch, head and first tile row, and the calling thread's row and lane in the tile.
-// Tiles run last first: under the causal mask they are the longest.
+// The block's batch, head (of `heads`: query heads, or key heads in the key grads) and first tile
+// row, and the calling thread's row and lane in the tile. Tiles run last first: under the causal
+// mask they are the longest.
 struct Place {
   int64_t b, h, first;
   int row, lane;
 };
 
 template <class C>
-__device__ Place place_of_block(const Dims& n) {
+__device__ Place place_of_block(const Dims& n, int64_t heads) {
   const int64_t tile = n.tiles - 1 - int64_t(blockIdx.x) % n.tiles, bh = int64_t(blockIdx.x) / n.tiles;
   const int t = int(threadIdx.x);
-  return {bh / n.heads, bh % n.heads, tile * Tile<C>::kRows, t / Tile<C>::kLanes, t % Tile<C>::kLanes};
+  return {bh / heads, bh % heads, tile * Tile<C>::kRows, t / Tile<C>::kLanes, t % Tile<C>::kLanes};
 }
 
 // This lane's columns of a row (zero past head_dim, or for a row past the last token: row null).
@@ -140,9 +141,9 @@ __global__ void flash_attention_forward_kernel(const T* qkv, T* y, compute_t<T>*
   constexpr int kRows = Tile<C>::kRows;
   __shared__ C k_tile[kRows * kMaxHeadDim];
   __shared__ C v_tile[kRows * kMaxHeadDim];
-  const Place at = place_of_block<C>(n);
-  const int64_t d = n.head_dim, ld = 3 * n.width(), i = at.first + at.row;
-  const T* q_head = qkv + at.b * n.tokens * ld + at.h * d;  // token 0's q of this head
+  const Place at = place_of_block<C>(n, n.heads);
+  const int64_t d = n.head_dim, ld = n.qkv_row(), i = at.first + at.row;
+  const T* q_head = qkv + n.q_at(at.b, at.h);  // token 0's q of this head
   C q[kSlice<C>], o[kSlice<C>];
   load_slice(q, i < n.tokens ? q_head + i * ld : nullptr, at.lane, d);
   for (int k = 0; k < kSlice<C>; ++k) o[k] = C(0);
@@ -150,8 +151,8 @@ __global__ void flash_attention_forward_kernel(const T* qkv, T* y, compute_t<T>*
   const int64_t keys = causal && at.first + kRows < n.tokens ? at.first + kRows : n.tokens;
   for (int64_t k0 = 0; k0 < keys; k0 += kRows) {
     __syncthreads();  // every thread is done with the previous tiles
-    load_tile(k_tile, q_head + n.width(), ld, k0, n.tokens, d);
-    load_tile(v_tile, q_head + 2 * n.width(), ld, k0, n.tokens, d);
+    load_tile(k_tile, qkv + n.k_at(at.b, at.h), ld, k0, n.tokens, d);
+    load_tile(v_tile, qkv + n.v_at(at.b, at.h), ld, k0, n.tokens, d);
     __syncthreads();
     C s[kRows];
     C tile_max = C(-INFINITY);
@@ -194,8 +195,9 @@ __global__ void flash_attention_row_dots_kernel(const T* y, const T* dy, compute
   }
 }
 
-// One block per (b, h, key tile), over the query tiles that see its keys (causal: from the
-// diagonal tile down). For key row j, over queries i:
+// One block per (b, key head, key tile), over the query heads that share the key head and, for
+// each, the query tiles that see its keys (causal: from the diagonal tile down). For key row j,
+// over queries i:
 //   p_ij = e^(s_ij - lse_i),  dv_j += p_ij z_ij dy_i,  dk_j += p_ij (z_ij dy_i . v_j - D_i) q_i
 // and dk_j is scaled once at the end.
 template <class T>
@@ -208,36 +210,37 @@ __global__ void flash_attention_key_grads_kernel(const T* qkv, const T* dy, cons
   __shared__ C dy_tile[kRows * kMaxHeadDim];
   __shared__ C lse_tile[kRows];
   __shared__ C dot_tile[kRows];
-  const Place at = place_of_block<C>(n);
-  const int64_t d = n.head_dim, ld = 3 * n.width(), j = at.first + at.row, bh = at.b * n.heads + at.h;
-  const T* q_head = qkv + at.b * n.tokens * ld + at.h * d;
-  const T* dy_head = dy + at.b * n.tokens * n.width() + at.h * d;
+  const Place at = place_of_block<C>(n, n.kv_heads);
+  const int64_t d = n.head_dim, ld = n.qkv_row(), j = at.first + at.row, first_head = at.h * n.group();
+  const int64_t k_at = n.k_at(at.b, first_head) + j * ld, v_at = n.v_at(at.b, first_head) + j * ld;
   C k[kSlice<C>], v[kSlice<C>], dk[kSlice<C>], dv[kSlice<C>];
-  load_slice(k, j < n.tokens ? q_head + n.width() + j * ld : nullptr, at.lane, d);
-  load_slice(v, j < n.tokens ? q_head + 2 * n.width() + j * ld : nullptr, at.lane, d);
+  load_slice(k, j < n.tokens ? qkv + k_at : nullptr, at.lane, d);
+  load_slice(v, j < n.tokens ? qkv + v_at : nullptr, at.lane, d);
   for (int c = 0; c < kSlice<C>; ++c) dk[c] = dv[c] = C(0);
-  for (int64_t q0 = causal ? at.first : 0; q0 < n.tokens; q0 += kRows) {
-    __syncthreads();
-    load_tile(q_tile, q_head, ld, q0, n.tokens, d);
-    load_tile(dy_tile, dy_head, n.width(), q0, n.tokens, d);
-    for (int r = int(threadIdx.x); r < kRows; r += int(blockDim.x)) {
-      const bool real = q0 + r < n.tokens;
-      lse_tile[r] = real ? lse[bh * n.tokens + q0 + r] : C(0);
-      dot_tile[r] = real ? row_dots[bh * n.tokens + q0 + r] : C(0);
-    }
-    __syncthreads();
-    for (int ii = 0; ii < kRows; ++ii) {
-      const C s = row_dot(k, q_tile + ii * d, at.lane, d) * scale;
-      const C dp = row_dot(v, dy_tile + ii * d, at.lane, d);
-      const int64_t i = q0 + ii;
-      if (i >= n.tokens || j >= n.tokens || (causal && j > i)) continue;
-      const C p = exp(s - lse_tile[ii]), z = dropout_factor<C>(dropout, n.mask_index(at.b, at.h, i, j));
-      add_scaled_row(dv, p * z, dy_tile + ii * d, at.lane, d);
-      add_scaled_row(dk, p * (z * dp - dot_tile[ii]), q_tile + ii * d, at.lane, d);
+  for (int64_t h = first_head; h < first_head + n.group(); ++h) {
+    const int64_t bh = at.b * n.heads + h;
+    for (int64_t q0 = causal ? at.first : 0; q0 < n.tokens; q0 += kRows) {
+      __syncthreads();
+      load_tile(q_tile, qkv + n.q_at(at.b, h), ld, q0, n.tokens, d);
+      load_tile(dy_tile, dy + n.output_at(at.b, h), n.width(), q0, n.tokens, d);
+      for (int r = int(threadIdx.x); r < kRows; r += int(blockDim.x)) {
+        const bool real = q0 + r < n.tokens;
+        lse_tile[r] = real ? lse[bh * n.tokens + q0 + r] : C(0);
+        dot_tile[r] = real ? row_dots[bh * n.tokens + q0 + r] : C(0);
+      }
+      __syncthreads();
+      for (int ii = 0; ii < kRows; ++ii) {
+        const C s = row_dot(k, q_tile + ii * d, at.lane, d) * scale;
+        const C dp = row_dot(v, dy_tile + ii * d, at.lane, d);
+        const int64_t i = q0 + ii;
+        if (i >= n.tokens || j >= n.tokens || (causal && j > i)) continue;
+        const C p = exp(s - lse_tile[ii]), z = dropout_factor<C>(dropout, n.mask_index(at.b, h, i, j));
+        add_scaled_row(dv, p * z, dy_tile + ii * d, at.lane, d);
+        add_scaled_row(dk, p * (z * dp - dot_tile[ii]), q_tile + ii * d, at.lane, d);
+      }
     }
   }
   if (j >= n.tokens) return;
-  const int64_t k_at = (at.b * n.tokens + j) * ld + n.width() + at.h * d, v_at = k_at + n.width();
   store_slice<C, T>(dqkv + k_at, dqkv_out != nullptr ? dqkv_out + k_at : nullptr, dk, scale, at.lane, d);
   store_slice<C, T>(dqkv + v_at, dqkv_out != nullptr ? dqkv_out + v_at : nullptr, dv, C(1), at.lane, d);
 }
@@ -252,10 +255,10 @@ __global__ void flash_attention_query_grads_kernel(const T* qkv, const T* dy, co
   constexpr int kRows = Tile<C>::kRows;
   __shared__ C k_tile[kRows * kMaxHeadDim];
   __shared__ C v_tile[kRows * kMaxHeadDim];
-  const Place at = place_of_block<C>(n);
-  const int64_t d = n.head_dim, ld = 3 * n.width(), i = at.first + at.row, bh = at.b * n.heads + at.h;
+  const Place at = place_of_block<C>(n, n.heads);
+  const int64_t d = n.head_dim, ld = n.qkv_row(), i = at.first + at.row, bh = at.b * n.heads + at.h;
   const bool real = i < n.tokens;
-  const T* q_head = qkv + at.b * n.tokens * ld + at.h * d;
+  const T* q_head = qkv + n.q_at(at.b, at.h);
   C q[kSlice<C>], g[kSlice<C>], dq[kSlice<C>];
   load_slice(q, real ? q_head + i * ld : nullptr, at.lane, d);
   load_slice(g, real ? dy + (at.b * n.tokens + i) * n.width() + at.h * d : nullptr, at.lane, d);
@@ -264,8 +267,8 @@ __global__ void flash_attention_query_grads_kernel(const T* qkv, const T* dy, co
   const int64_t keys = causal && at.first + kRows < n.tokens ? at.first + kRows : n.tokens;
   for (int64_t k0 = 0; k0 < keys; k0 += kRows) {
     __syncthreads();
-    load_tile(k_tile, q_head + n.width(), ld, k0, n.tokens, d);
-    load_tile(v_tile, q_head + 2 * n.width(), ld, k0, n.tokens, d);
+    load_tile(k_tile, qkv + n.k_at(at.b, at.h), ld, k0, n.tokens, d);
+    load_tile(v_tile, qkv + n.v_at(at.b, at.h), ld, k0, n.tokens, d);
     __syncthreads();
     for (int jj = 0; jj < kRows; ++jj) {
       const C s = row_dot(q, k_tile + jj * d, at.lane, d) * scale;
@@ -277,22 +280,22 @@ __global__ void flash_attention_query_grads_kernel(const T* qkv, const T* dy, co
     }
   }
   if (!real) return;
-  const int64_t q_at = (at.b * n.tokens + i) * ld + at.h * d;
+  const int64_t q_at = n.q_at(at.b, at.h) + i * ld;
   store_slice<C, T>(dqkv + q_at, dqkv_out != nullptr ? dqkv_out + q_at : nullptr, dq, scale, at.lane, d);
 }
 
 // The launch geometry of a shape, or an error naming the kernel for one these kernels cannot take.
 template <class T>
 Dims dims_for(const AttentionShape& s, const char* kernel) {
-  if (s.batch < 0 || s.heads < 0 || s.tokens < 0 || s.head_dim < 0) {
-    throw std::runtime_error(std::string(kernel) + ": negative size in the attention shape");
+  if (s.batch < 0 || s.heads < 0 || s.kv_heads <= 0 || s.heads % s.kv_heads != 0 || s.tokens < 0 || s.head_dim < 0) {
+    throw std::runtime_error(std::string(kernel) + ": negative size or key heads that do not divide the heads");
   }
   if (s.head_dim > kMaxHeadDim) {
     throw std::runtime_error(std::string(kernel) + ": head_dim " + std::to_string(s.head_dim) + " is above the " +
                              std::to_string(kMaxHeadDim) + " these kernels take");
   }
   constexpr int64_t kRows = Tile<compute_t<T>>::kRows;
-  const Dims n{s.batch, s.heads, s.tokens, s.head_dim, (s.tokens + kRows - 1) / kRows};
+  const Dims n{s, (s.tokens + kRows - 1) / kRows};
   if (n.batch * n.heads * n.tiles > INT32_MAX) {
     throw std::runtime_error(std::string(kernel) + ": " + std::to_string(n.batch * n.heads * n.tiles) +
                              " tiles, above the grid's limit");
@@ -300,7 +303,8 @@ Dims dims_for(const AttentionShape& s, const char* kernel) {
   return n;
 }
 
-int tile_blocks(const Dims& n) { return int(n.batch * n.heads * n.tiles); }
+// Blocks for one per (batch, head, tile), of `heads` heads.
+int tile_blocks(const Dims& n, int64_t heads) { return int(n.batch * heads * n.tiles); }
 
 }  // namespace
 }  // namespace fuselab::kernels::cuda
@@ -311,10 +315,10 @@ using namespace cuda;
 template <class T>
 void FlashAttentionForward<T>::cuda(KernelContext& ctx) const {
   const Dims n = dims_for<T>(s, "flash_attention_forward_kernel");
-  if (tile_blocks(n) == 0) return;
+  if (tile_blocks(n, n.heads) == 0) return;
   use_device(ctx.device);
   const int threads = kBlockThreads<compute_t<T>>;
-  flash_attention_forward_kernel<T><<<tile_blocks(n), threads>>>(qkv, y, lse, n, scale, causal, dropout);
+  flash_attention_forward_kernel<T><<<tile_blocks(n, n.heads), threads>>>(qkv, y, lse, n, scale, causal, dropout);
   check_launch("flash_attention_forward_kernel");
 }
 
@@ -322,17 +326,17 @@ template <class T>
 void FlashAttentionBackward<T>::cuda(KernelContext& ctx) const {
   using C = compute_t<T>;
   const Dims n = dims_for<T>(s, "flash_attention_backward_kernel");
-  if (tile_blocks(n) == 0) return;
+  if (tile_blocks(n, n.heads) == 0) return;
   use_device(ctx.device);
   const int64_t rows = n.batch * n.heads * n.tokens;
   C* row_dots = ctx.scratch<C>(rows);
   flash_attention_row_dots_kernel<T><<<blocks_for(rows * 32), kThreads>>>(y, dy, row_dots, n);
   check_launch("flash_attention_row_dots_kernel");
   const int threads = kBlockThreads<C>;
-  flash_attention_key_grads_kernel<T><<<tile_blocks(n), threads>>>(qkv, dy, lse, row_dots, dqkv_out, dqkv, n, scale,
+  flash_attention_key_grads_kernel<T><<<tile_blocks(n, n.kv_heads), threads>>>(qkv, dy, lse, row_dots, dqkv_out, dqkv, n, scale,
                                                                    causal, dropout);
   check_launch("flash_attention_key_grads_kernel");
-  flash_attention_query_grads_kernel<T><<<tile_blocks(n), threads>>>(qkv, dy, lse, row_dots, dqkv_out, dqkv, n, scale,
+  flash_attention_query_grads_kernel<T><<<tile_blocks(n, n.heads), threads>>>(qkv, dy, lse, row_dots, dqkv_out, dqkv, n, scale,
                                                                      causal, dropout);
   check_launch("flash_attention_query_grads_kernel");
 }

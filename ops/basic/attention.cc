@@ -14,17 +14,24 @@ double score_scale(const kernels::AttentionShape& s) { return 1.0 / std::sqrt(do
 
 }  // namespace
 
-kernels::AttentionShape attention_shape(const std::string& op, const Tensor& qkv, int64_t heads) {
-  check(qkv.defined() && qkv.dim() == 3 && qkv.size(2) > 0 && qkv.size(2) % (3 * heads) == 0, op, ": qkv of shape ",
-        qkv.defined() ? qkv.shape() : Shape{}, " must be [batch, tokens, 3 * heads * head_dim] with ", heads,
-        " heads");
-  return {qkv.size(0), heads, qkv.size(1), qkv.size(2) / (3 * heads)};
+AttentionHeads::AttentionHeads(int64_t heads, int64_t kv_heads) : heads(heads), kv_heads(kv_heads) {
+  check(heads > 0 && kv_heads > 0 && heads % kv_heads == 0, "attention: ", describe(),
+        ": heads must be positive and a multiple of kv_heads");
 }
 
-AttentionScores::AttentionScores(int64_t heads, bool causal)
-    : BasicOp("AttentionScores"), heads_(heads), causal_(causal) {
-  check(heads > 0, "AttentionScores: heads must be positive, got ", heads);
+std::string AttentionHeads::describe() const {
+  return std::to_string(heads) + " heads" + (kv_heads == heads ? "" : " over " + std::to_string(kv_heads) + " kv_heads");
 }
+
+kernels::AttentionShape attention_shape(const std::string& op, const Tensor& qkv, const AttentionHeads& heads) {
+  check(qkv.defined() && qkv.dim() == 3 && qkv.size(2) > 0 && qkv.size(2) % heads.columns() == 0, op,
+        ": qkv of shape ", qkv.defined() ? qkv.shape() : Shape{}, " must be [batch, tokens, ", heads.columns(),
+        " * head_dim] with ", heads.describe());
+  return {qkv.size(0), heads.heads, heads.kv_heads, qkv.size(1), qkv.size(2) / heads.columns()};
+}
+
+AttentionScores::AttentionScores(AttentionHeads heads, bool causal)
+    : BasicOp("AttentionScores"), heads_(heads), causal_(causal) {}
 
 OpForward AttentionScores::op_forward(OpContext& ctx, const Tensor& qkv, const std::vector<Tensor>&) {
   check_input(qkv, -1);
@@ -56,9 +63,7 @@ OpBackward AttentionScores::op_backward(OpContext& ctx, const Tensor& dscores, c
   return {dqkv, {}, {}};
 }
 
-AttentionValues::AttentionValues(int64_t heads) : BasicOp("AttentionValues"), heads_(heads) {
-  check(heads > 0, "AttentionValues: heads must be positive, got ", heads);
-}
+AttentionValues::AttentionValues(AttentionHeads heads) : BasicOp("AttentionValues"), heads_(heads) {}
 
 OpForward AttentionValues::op_forward(OpContext& ctx, const Tensor& probs, const std::vector<Tensor>& extra) {
   check_input(probs, -1);
@@ -91,7 +96,7 @@ OpBackward AttentionValues::op_backward(OpContext& ctx, const Tensor& dy, const 
   return {dprobs, {dqkv}, {}};
 }
 
-std::vector<std::shared_ptr<BasicOp>> attention_ops(int64_t heads, bool causal, double dropout, uint64_t seed,
+std::vector<std::shared_ptr<BasicOp>> attention_ops(AttentionHeads heads, bool causal, double dropout, uint64_t seed,
                                                     const std::string& channel) {
   auto scores = std::make_shared<AttentionScores>(heads, causal);
   auto values = std::make_shared<AttentionValues>(heads);

@@ -1,12 +1,14 @@
 // Attention as basic ops, the path that materializes the probabilities (as PyTorch's math
-// attention does). After a QKV Linear (+ Bias) giving qkv [B, T, 3C] = [q | k | v], C = heads D:
+// attention does). After a QKV Linear (+ Bias) giving qkv [B, T, (H + 2 K) D] = [q | k | v], with H
+// query heads and K key and value heads (AttentionHeads; K = H unless grouped), and optionally a
+// RotaryEmbedding on q and k:
 //
 //   AttentionScores(heads, causal)  s = q k^T / sqrt(D) per head   [B, H, T, T]
 //                                   (-inf above the diagonal when causal); qkv goes on as an
 //                                   extra output, for AttentionValues
 //   Softmax                         p = softmax(s) over the last dim
 //   Dropout                         (optional) on p
-//   AttentionValues(heads)          y = p v per head, heads side by side   [B, T, C]; qkv comes in
+//   AttentionValues(heads)          y = p v per head, heads side by side   [B, T, H D]; qkv comes in
 //                                   as an extra input (a channel from AttentionScores)
 //
 // Backward: AttentionValues gives dp = dy v^T and, for its extra input, dv = p^T dy in qkv's v
@@ -34,42 +36,54 @@ struct AttentionValuesSaved {
   NamedTensors tensors() const { return {{"probs", probs}, {"qkv", qkv}}; }
 };
 
-// The sizes of an attention over qkv [B, T, 3C] with `heads` heads; throws naming `op` when qkv
+// The heads of an attention: `heads` query heads sharing `kv_heads` key and value heads, query head
+// h reading key head h / (heads / kv_heads). kv_heads = heads (an AttentionHeads made from one
+// number) is multi-head attention, 1 is multi-query attention, a divisor between them grouped-query.
+struct AttentionHeads {
+  int64_t heads, kv_heads;
+  AttentionHeads(int64_t heads) : AttentionHeads(heads, heads) {}  // NOLINT: multi-head by default
+  AttentionHeads(int64_t heads, int64_t kv_heads);
+  int64_t columns() const { return heads + 2 * kv_heads; }  // head-sized column blocks of qkv
+  bool operator==(const AttentionHeads& o) const { return heads == o.heads && kv_heads == o.kv_heads; }
+  std::string describe() const;
+};
+
+// The sizes of an attention over qkv [B, T, (heads + 2 kv_heads) D]; throws naming `op` when qkv
 // is not of that shape.
-kernels::AttentionShape attention_shape(const std::string& op, const Tensor& qkv, int64_t heads);
+kernels::AttentionShape attention_shape(const std::string& op, const Tensor& qkv, const AttentionHeads& heads);
 
 class AttentionScores : public BasicOp {
  public:
   bool has_cuda_kernels() const override { return true; }
-  AttentionScores(int64_t heads, bool causal);
-  int64_t heads() const { return heads_; }
+  AttentionScores(AttentionHeads heads, bool causal);
+  const AttentionHeads& heads() const { return heads_; }
   bool causal() const { return causal_; }
   int num_extra_outputs() const override { return 1; }
   OpForward op_forward(OpContext& ctx, const Tensor& qkv, const std::vector<Tensor>&) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dscores, const std::vector<Tensor>& grad_extra) override;
 
  private:
-  int64_t heads_;
+  AttentionHeads heads_;
   bool causal_;
 };
 
 class AttentionValues : public BasicOp {
  public:
   bool has_cuda_kernels() const override { return true; }
-  explicit AttentionValues(int64_t heads);
-  int64_t heads() const { return heads_; }
+  explicit AttentionValues(AttentionHeads heads);
+  const AttentionHeads& heads() const { return heads_; }
   int num_extra_inputs() const override { return 1; }
   OpForward op_forward(OpContext& ctx, const Tensor& probs, const std::vector<Tensor>& extra) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
 
  private:
-  int64_t heads_;
+  AttentionHeads heads_;
 };
 
 // The chain as a model writes it: AttentionScores(heads, causal), Softmax, Dropout(dropout,
 // seed), AttentionValues(heads), with qkv passed on the hidden channel `channel` (each chain of
 // one Sequential needs a name of its own). FlashAttention fuses exactly this chain.
-std::vector<std::shared_ptr<BasicOp>> attention_ops(int64_t heads, bool causal, double dropout, uint64_t seed,
+std::vector<std::shared_ptr<BasicOp>> attention_ops(AttentionHeads heads, bool causal, double dropout, uint64_t seed,
                                                     const std::string& channel = "qkv");
 
 }  // namespace fuselab

@@ -80,18 +80,18 @@ PatternPredicate values_read_the_scores_qkv() {
           }};
 }
 
-// Both ops split the same number of heads out of qkv.
+// Both ops split qkv into the same query and key heads.
 PatternPredicate heads_agree() {
   return {"the heads agree", [](const PatternMatch& m, const FusionFacts&) {
-            const int64_t a = m.get<AttentionScores>(0).heads(), b = m.get<AttentionValues>(3).heads();
-            return a == b ? std::string()
-                          : "AttentionScores has " + std::to_string(a) + " heads, AttentionValues " + std::to_string(b);
+            const AttentionHeads &a = m.get<AttentionScores>(0).heads(), &b = m.get<AttentionValues>(3).heads();
+            return a == b ? std::string() : "AttentionScores has " + a.describe() + ", AttentionValues " + b.describe();
           }};
 }
 
 }  // namespace
 
-// The example: qkv [batch, tokens, 3 heads head_dim] from rows and width, causal on odd rows, with
+// The example: qkv [batch, tokens, (heads + 2 kv_heads) head_dim] from rows and width (grouped
+// query heads when rows % 3 is not 0), causal on odd rows, with
 // an inactive Dropout (p = 0: check_fusion runs fused and unfused one after the other, and an
 // active one would draw a new mask for each run; fused_ops_test checks dropout on twin models).
 FusionDefinition flash_attention_fusion() {
@@ -100,9 +100,10 @@ FusionDefinition flash_attention_fusion() {
                         [](const OpList& ops) { return std::make_shared<FlashAttention>(ops); }};
   return {"FlashAttention", Pass::ForwardBackward, fuse_pattern(std::move(pattern)),
           [](int64_t rows, int64_t width, DType dtype, Generator& gen) {
-            const int64_t batch = 1 + rows % 2, tokens = 1 + rows % 37, heads = 1 + width % 2, head_dim = 1 + width % 5;
+            const int64_t batch = 1 + rows % 2, tokens = 1 + rows % 37, head_dim = 1 + width % 5;
+            const AttentionHeads heads{(1 + width % 2) * (1 + rows % 3), 1 + width % 2};
             return FusionExample{attention_ops(heads, rows % 2 == 1, 0.0, 0),
-                                 uniform({batch, tokens, 3 * heads * head_dim}, -1, 1, dtype, &gen),
+                                 uniform({batch, tokens, heads.columns() * head_dim}, -1, 1, dtype, &gen),
                                  {}};
           }};
 }
