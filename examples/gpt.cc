@@ -89,10 +89,11 @@ int train(Config c) {
   const std::vector<ParamGroup> groups = gpt_decay_groups(model, c.weight_decay);
   AdamW optimizer(groups, {c.run.lr, 0.9, 0.95, 1e-8});
   WindowSampler batches(corpus.train, c.batch, c.model.context, uint64_t(c.run.seed) + 1);
-  std::printf("gpt: %lld train / %lld validation tokens, vocabulary %lld; %s, %lld layers of width %lld, %lld heads, "
+  std::printf("gpt: %lld train / %lld validation tokens, vocabulary %lld; %s, %lld layers of width %lld, %s, "
               "context %lld, %lld parameters; batch %lld, fusion %s\n", (long long)corpus.train.size(0),
               (long long)corpus.validation.size(0), (long long)c.model.vocab, c.model.arch.c_str(),
-              (long long)c.model.layers, (long long)c.model.width, (long long)c.model.heads, (long long)c.model.context,
+              (long long)c.model.layers, (long long)c.model.width, gpt_attention_heads(c.model).describe().c_str(),
+              (long long)c.model.context,
               (long long)parameter_count(model), (long long)c.batch, c.run.no_fusion ? "off" : "on");
   std::printf("AdamW: weight decay %g on %zu of %zu parameter tensors (the Linear weight matrices)\n", c.weight_decay,
               groups[0].params.size(), model.parameters().size());
@@ -133,8 +134,8 @@ int main(int argc, char** argv) {
     add_run_flags(flags, c.run);
     flags.add("arch", c.model.arch, "the block: gpt2 (LayerNorm, learned positions, GELU MLP) or llama (RMSNorm, "
               "rotary positions, grouped-query attention, SwiGLU MLP, no biases)");
-    flags.add("kv-heads", c.model.kv_heads, "llama: key and value heads, a divisor of --heads (0: as many as "
-              "--heads)", {0, 256});
+    flags.add("kv-heads", c.model.kv_heads, "llama: key and value heads, a divisor of --heads (0: --heads / 2 "
+              "when even, else --heads)", {0, 256});
     flags.add("rope-theta", c.model.rope_theta, "llama: the rotary embedding's base", {1, 1e9});
     flags.add("batch", c.batch, "windows per step", {1, 1 << 16});
     flags.add("context", c.model.context, "characters the model attends over (the window length)", {1, 4096});

@@ -84,7 +84,7 @@ std::shared_ptr<BasicOp> llama_linear(int64_t in, int64_t out, double std, Gener
 }
 
 Sequential llama_model(const GptConfig& c, Generator& gen, double std, double projection_std) {
-  const AttentionHeads heads{c.heads, c.kv_heads == 0 ? c.heads : c.kv_heads};
+  const AttentionHeads heads = gpt_attention_heads(c);
   const int64_t head_dim = c.width / c.heads, hidden = llama_hidden(c.width);
   Sequential model;
   auto tokens = std::make_shared<Embedding>(c.vocab, c.width, &gen);
@@ -109,6 +109,11 @@ Sequential llama_model(const GptConfig& c, Generator& gen, double std, double pr
 }
 
 }  // namespace
+
+AttentionHeads gpt_attention_heads(const GptConfig& c) {
+  if (c.kv_heads > 0) return {c.heads, c.kv_heads};
+  return {c.heads, c.arch == "llama" && c.heads % 2 == 0 ? c.heads / 2 : c.heads};
+}
 
 int64_t llama_hidden(int64_t width) {
   constexpr int64_t kMultiple = 64;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fuser/sequential.h"
+#include "ops/basic/attention.h"
 #include "optim/optimizer.h"
 #include "tensor/random.h"
 #include "tensor/tensor.h"
@@ -67,12 +68,15 @@ struct GptConfig {
   int64_t context = 64, width = 128, layers = 3, heads = 4;
   double dropout = 0;  // on the attention probabilities
   std::string arch = "gpt2";  // "gpt2" or "llama"
-  int64_t kv_heads = 0;       // llama: key and value heads, a divisor of heads (0: as many as heads)
+  int64_t kv_heads = 0;       // llama: key and value heads, a divisor of heads (0: heads / 2 when even)
   double rope_theta = 10000;  // llama: the rotary embedding's base
 };
 Sequential gpt_model(const GptConfig& config, Generator& gen);
 // The width of a llama MLP's hidden layer for a model of width `width`.
 int64_t llama_hidden(int64_t width);
+// The attention heads of a config: kv_heads, or the preset's (heads / 2 for llama when heads is
+// even, else heads).
+AttentionHeads gpt_attention_heads(const GptConfig& config);
 // GPT's weight decay split, as minGPT's: group 0, the Linear weight matrices, decays by
 // `weight_decay`; group 1, biases, LayerNorm gains and shifts and the token and position
 // embeddings, does not (they set offsets and scales, which decay would only pull toward 0).

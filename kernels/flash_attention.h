@@ -15,7 +15,12 @@
 //   ds_ij = p_ij (z_ij (dy_i . v_j) - D_i)
 //   dq_i = scale sum_j ds_ij k_j,  dk_j = scale sum_i ds_ij q_i
 //
-// qkv is [B, T, 3C] as in kernels/attention.h; y is [B, T, C]; lse is [B, H, T] in compute_t<T>.
+// With rotary tables (a RotaryEmbedding before the attention, kernels/rotary.h), q and k are turned
+// by their positions' angles as each tile loads, so the rotated qkv is never written, and the
+// backward turns dq and dk back: the result is the grad of the qkv before the rotation.
+//
+// qkv is [B, T, (H + 2 K) D] as in kernels/attention.h (query head h reads key and value head
+// h / (H / K)); y is [B, T, H D]; lse is [B, H, T] in compute_t<T>.
 // Kernels: kernels/cpu/flash_attention.cc (threaded over batch x heads x query tiles) and
 // kernels/cuda/flash_attention.cu (one block per batch, head and query tile; shared-memory tiles).
 #pragma once
@@ -23,6 +28,7 @@
 #include <cstdint>
 
 #include "kernels/attention.h"
+#include "kernels/host_device.h"
 #include "kernels/kernel.h"
 
 namespace fuselab::kernels {
@@ -30,6 +36,14 @@ namespace fuselab::kernels {
 struct FlashDropout {
   double p = 0;  // 0: no dropout
   uint64_t seed = 0;
+};
+
+// cos and sin of the rotary angles, [T, D/2] each (kernels/rotary.h), or null: no rotation.
+template <class C>
+struct FlashRotary {
+  const C* cos = nullptr;
+  const C* sin = nullptr;
+  FUSELAB_HOST_DEVICE bool active() const { return cos != nullptr; }
 };
 
 template <class T>
@@ -41,11 +55,12 @@ struct FlashAttentionForward {
   compute_t<T> scale;
   bool causal;
   FlashDropout dropout;
+  FlashRotary<compute_t<T>> rotary;
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
 // dqkv = dqkv_out + [dq | dk | dv], where dqkv_out (null: zero) is the grad of the qkv that
-// AttentionScores passes on.
+// AttentionScores passes on (with rotary tables: that sum turned back in its q and k columns).
 template <class T>
 struct FlashAttentionBackward {
   AttentionShape s;
@@ -58,6 +73,7 @@ struct FlashAttentionBackward {
   compute_t<T> scale;
   bool causal;
   FlashDropout dropout;
+  FlashRotary<compute_t<T>> rotary;
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 

@@ -14,11 +14,13 @@
 #include <cmath>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/device_api.h"
 #include "kernels/dropout_mask.h"
 #include "kernels/flash_attention.h"
+#include "kernels/rotary.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
 #include "tensor/launch.h"
@@ -48,6 +50,7 @@ struct Case {
   double dropout = 0;
   bool with_dqkv_out = true;
   int64_t kv_heads = 0;  // 0: as many as heads
+  bool rotary = false;   // q and k rotated as they load (kernels/rotary.h), theta 10000
   int64_t key_heads() const { return kv_heads == 0 ? heads : kv_heads; }
   int64_t qkv_width() const { return (heads + 2 * key_heads()) * head_dim; }
 };
@@ -55,7 +58,8 @@ struct Case {
 std::string describe(const Case& c) {
   return "B=" + std::to_string(c.batch) + " H=" + std::to_string(c.heads) + " K=" + std::to_string(c.key_heads()) +
          " T=" + std::to_string(c.tokens) +
-         " D=" + std::to_string(c.head_dim) + (c.causal ? " causal" : "") + " dropout=" + std::to_string(c.dropout) +
+         " D=" + std::to_string(c.head_dim) + (c.causal ? " causal" : "") + (c.rotary ? " rotary" : "") +
+         " dropout=" + std::to_string(c.dropout) +
          (c.with_dqkv_out ? " with dqkv_out" : " dqkv_out null");
 }
 
@@ -63,11 +67,44 @@ struct Reference {
   std::vector<double> y, lse, dqkv;
 };
 
+// cos and sin of the rotary angles of tokens [0, T), [T, D/2] each, as kernels/rotary.h defines them.
+std::pair<std::vector<double>, std::vector<double>> rotary_tables(int64_t T, int64_t D) {
+  const int64_t half = D / 2;
+  std::vector<double> cos(size_t(T * half)), sin(cos.size());
+  for (int64_t i = 0; i < T; ++i) {
+    for (int64_t e = 0; e < half; ++e) {
+      cos[size_t(i * half + e)] = std::cos(kernels::rotary_angle(i, e, D, 10000));
+      sin[size_t(i * half + e)] = std::sin(kernels::rotary_angle(i, e, D, 10000));
+    }
+  }
+  return {cos, sin};
+}
+
+// Turns the q and k heads of qkv [B, T, ld] by the angles (sign -1: back).
+void rotate_queries_and_keys(std::vector<double>& qkv, const Case& c, double sign) {
+  const int64_t T = c.tokens, D = c.head_dim, half = D / 2, ld = c.qkv_width();
+  const auto [cos, sin] = rotary_tables(T, D);
+  for (size_t row = 0; row < qkv.size() / size_t(ld); ++row) {
+    const int64_t i = int64_t(row) % T;
+    for (int64_t h = 0; h < c.heads + c.key_heads(); ++h) {
+      double* x = qkv.data() + row * size_t(ld) + size_t(h * D);
+      for (int64_t e = 0; e < half; ++e) {
+        const double cs = cos[size_t(i * half + e)], sn = sign * sin[size_t(i * half + e)];
+        const double x1 = x[e], x2 = x[e + half];
+        x[e] = x1 * cs - x2 * sn;
+        x[e + half] = x2 * cs + x1 * sn;
+      }
+    }
+  }
+}
+
 // The header's math over whole heads, in float64: p_ij = e^(s_ij - lse_i) (0 where masked),
 // y_i = sum_j p_ij z_ij v_j, D_i = dy_i . y_i, ds_ij = p_ij (z_ij dy_i . v_j - D_i),
 // dq_i = scale sum_j ds_ij k_j, dk_j = scale sum_i ds_ij q_i, dv_j = sum_i p_ij z_ij dy_i.
-Reference reference(const Case& c, double scale, uint64_t seed, const std::vector<double>& qkv,
+// With c.rotary: the same on q and k rotated, and the q and k grads turned back.
+Reference reference(const Case& c, double scale, uint64_t seed, std::vector<double> qkv,
                     const std::vector<double>& dy, const std::vector<double>& dqkv_out) {
+  if (c.rotary) rotate_queries_and_keys(qkv, c, 1);
   const int64_t B = c.batch, H = c.heads, T = c.tokens, D = c.head_dim, C = H * D, ld = c.qkv_width();
   const int64_t K = c.key_heads(), G = H / K;  // query heads h read key head h / G
   Reference r{std::vector<double>(B * T * C), std::vector<double>(B * H * T), dqkv_out};
@@ -116,6 +153,7 @@ Reference reference(const Case& c, double scale, uint64_t seed, const std::vecto
       }
     }
   }
+  if (c.rotary) rotate_queries_and_keys(r.dqkv, c, -1);
   return r;
 }
 
@@ -152,14 +190,20 @@ void check(const Case& c, DType dtype, double tol) {
   const Tensor dqkv_out_gpu = c.with_dqkv_out ? dqkv_out.to(kGpu) : Tensor();
   const Tensor y = empty({B, T_, width}, dtype, kGpu), lse = empty({B, H, T_}, lse_dtype(dtype), kGpu);
   const kernels::FlashDropout dropout{c.dropout, seed};
+  const auto [cos, sin] = rotary_tables(T_, D);
+  const Tensor cos_gpu = from_vector(cos, {T_, D / 2}).to(lse_dtype(dtype)).to(kGpu);
+  const Tensor sin_gpu = from_vector(sin, {T_, D / 2}).to(lse_dtype(dtype)).to(kGpu);
+  const kernels::FlashRotary<C> rotary =
+      c.rotary ? kernels::FlashRotary<C>{cos_gpu.ptr<C>(), sin_gpu.ptr<C>()} : kernels::FlashRotary<C>{};
   launch("FlashAttention", qkv_gpu,
-         kernels::FlashAttentionForward<T>{shape, qkv_gpu.ptr<T>(), y.ptr<T>(), lse.ptr<C>(), C(scale), c.causal, dropout});
+         kernels::FlashAttentionForward<T>{shape, qkv_gpu.ptr<T>(), y.ptr<T>(), lse.ptr<C>(), C(scale), c.causal, dropout,
+                                           rotary});
   auto backward = [&] {
     const Tensor dqkv = empty({B, T_, c.qkv_width()}, dtype, kGpu);
     launch("FlashAttention", qkv_gpu,
            kernels::FlashAttentionBackward<T>{shape, qkv_gpu.ptr<T>(), y.ptr<T>(), lse.ptr<C>(), dy_gpu.ptr<T>(),
                                               ptr_or_null<T>(dqkv_out_gpu), dqkv.ptr<T>(), C(scale), c.causal,
-                                              dropout});
+                                              dropout, rotary});
     return dqkv;
   };
   const Tensor dqkv = backward();
@@ -183,6 +227,8 @@ const std::vector<Case> kSmallCases = {
     {1, 1, 17, 16, true, 0.25, false},  // float64's diagonal tile plus one row
     {2, 4, 37, 8, true, 0.2, true, 2},  // grouped-query: two query heads per key head
     {1, 3, 20, 4, false, 0, false, 1},  // multi-query
+    {2, 4, 37, 8, true, 0.2, true, 2, true},  // rotary, grouped, with dqkv_out
+    {1, 2, 20, 6, false, 0, false, 0, true},  // rotary, head dim not a power of two
 };
 
 TEST_F(FlashAttentionCuda, Float64MatchesTheReference) {

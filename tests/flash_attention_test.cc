@@ -1,6 +1,7 @@
-// The FlashAttention fusion: it fires on AttentionScores, Softmax, [Dropout], AttentionValues in
-// both passes; fused and unfused agree on the output and every grad (float64 to 1e-10, float32 to
-// 1e-5), causal and not, for sequence lengths that are not tile multiples, T = 1 and one head, in
+// The FlashAttention fusion: it fires on [RotaryEmbedding], AttentionScores, Softmax, [Dropout],
+// AttentionValues in both passes; fused and unfused agree on the output and every grad (float64 to
+// 1e-10, float32 to 1e-5), causal and not, with grouped-query heads and with the rotary embedding
+// inside, for sequence lengths that are not tile multiples, T = 1 and one head, in
 // eval and in training with dropout, and with qkv also returned (its own grad added), on either
 // instruction set; bfloat16 follows float32; and it never holds the [B, H, T, T] scores.
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include "fuser/sequential.h"
 #include "kernels/cpu/isa.h"
 #include "ops/basic/attention.h"
+#include "ops/basic/rotary_embedding.h"
 #include "ops/basic/softmax.h"
 #include "tensor/allocator.h"
 #include "tests/sequential_testing.h"
@@ -24,18 +26,27 @@ struct Attention {
   int64_t batch, tokens, heads, head_dim;
   bool causal;
   int64_t kv_heads = 0;  // 0: as many as heads
+  bool rotary = false;   // a RotaryEmbedding first
   AttentionHeads attention_heads() const { return {heads, kv_heads == 0 ? heads : kv_heads}; }
   Shape qkv() const { return {batch, tokens, attention_heads().columns() * head_dim}; }
 };
 
-// scores -> softmax -> dropout(p, seed) -> values, qkv on a hidden channel between the ends.
+// [rotary ->] scores -> softmax -> dropout(p, seed) -> values, qkv on a hidden channel between the ends.
 Sequential attention(const Attention& a, double p, uint64_t seed) {
-  return Sequential(attention_ops(a.attention_heads(), a.causal, p, seed));
+  std::vector<std::shared_ptr<BasicOp>> ops = attention_ops(a.attention_heads(), a.causal, p, seed);
+  if (a.rotary) ops.insert(ops.begin(), std::make_shared<RotaryEmbedding>(a.attention_heads()));
+  return Sequential(ops);
 }
 
 TEST(FlashAttention, FiresInBothPasses) {
   Sequential seq = attention({1, 4, 2, 3, true}, 0.1, 1);
   const std::string fused = "FlashAttention(attentionscores0, softmax0, dropout0, attentionvalues0)";
+  EXPECT_EQ(seq.describe(), "forward: [" + fused + "]\nbackward: [" + fused + "]");
+}
+
+TEST(FlashAttention, CoversTheRotaryEmbeddingBeforeIt) {
+  Sequential seq = attention({1, 4, 2, 4, true, 1, true}, 0.0, 1);
+  const std::string fused = "FlashAttention(rotaryembedding0, attentionscores0, softmax0, dropout0, attentionvalues0)";
   EXPECT_EQ(seq.describe(), "forward: [" + fused + "]\nbackward: [" + fused + "]");
 }
 
@@ -65,10 +76,12 @@ void expect_fused_matches_unfused(const Attention& a, DType dtype, bool training
 TEST(FlashAttention, MatchesUnfusedOnOutputAndGrads) {
   for (const Attention& a : {Attention{2, 5, 2, 3, true}, Attention{2, 5, 2, 3, false}, Attention{1, 1, 1, 4, true},
                              Attention{1, 100, 1, 8, true}, Attention{2, 70, 3, 5, false},
-                             Attention{2, 70, 4, 5, true, 2}, Attention{1, 67, 3, 4, false, 1}}) {
+                             Attention{2, 70, 4, 5, true, 2}, Attention{1, 67, 3, 4, false, 1},
+                             Attention{2, 70, 4, 6, true, 2, true}, Attention{1, 5, 2, 4, false, 0, true}}) {
     for (DType dtype : {DType::Float64, DType::Float32}) {
       for (bool training : {false, true}) {
-        SCOPED_TRACE("T " + std::to_string(a.tokens) + " " + a.attention_heads().describe() + " head_dim " +
+        SCOPED_TRACE("T " + std::to_string(a.tokens) + " " + a.attention_heads().describe() +
+                     (a.rotary ? " rotary" : "") + " head_dim " +
                      std::to_string(a.head_dim) + (a.causal ? " causal " : " ") + dtype_name(dtype) +
                      (training ? " training" : " eval"));
         expect_fused_matches_unfused(a, dtype, training, 0.25);
@@ -100,11 +113,30 @@ TEST(FlashAttention, MatchesUnfusedWhenQkvIsAlsoReturned) {
   }
 }
 
+// A rotated qkv that goes back to the caller would need writing out, so the fusion leaves the
+// RotaryEmbedding out, and the rest still fuses and matches.
+TEST(FlashAttention, LeavesTheRotaryEmbeddingOutWhenTheRotatedQkvGoesToTheCaller) {
+  auto model = [] {
+    std::vector<std::shared_ptr<BasicOp>> ops = attention_ops(AttentionHeads{2, 1}, true, 0.0, 0);
+    ops.front()->set_extra_output_channel(0, "qkv", /*to_caller=*/true);
+    ops.insert(ops.begin(), std::make_shared<RotaryEmbedding>(AttentionHeads{2, 1}));
+    return Sequential(ops);
+  };
+  Sequential fused = model(), unfused = model();
+  fused.to(DType::Float64);
+  unfused.to(DType::Float64).set_fusion_switches(false);
+  EXPECT_NE(fused.describe().find("RotaryEmbedding(rotaryembedding0), FlashAttention(attentionscores0"),
+            std::string::npos) << fused.describe();
+  const Tensor qkv = random_tensor({2, 9, 4 * 4}, DType::Float64, 3);
+  expect_runs_match(run_with_backward(fused, qkv, {}), run_with_backward(unfused, qkv, {}), DType::Float64);
+}
+
 // Many query tiles, which the CPU kernel runs on several threads at once, each with its own tile
 // GEMMs: the GEMM library must keep their intermediate results apart. At the GPT's head size (32)
 // the tile products run on OpenBLAS, at 64 on oneDNN (kernels/cpu/gemm.h, kSmallGemm).
 TEST(FlashAttention, MatchesUnfusedWhenTilesRunOnSeveralThreads) {
-  for (const Attention& a : {Attention{4, 256, 4, 32, true}, Attention{2, 256, 2, 64, true}}) {
+  for (const Attention& a : {Attention{4, 256, 4, 32, true}, Attention{2, 256, 2, 64, true},
+                             Attention{2, 256, 4, 32, true, 2, true}}) {
     for (bool training : {false, true}) {
       SCOPED_TRACE("head_dim " + std::to_string(a.head_dim) + (training ? " training" : " eval"));
       expect_fused_matches_unfused(a, DType::Float32, training, 0.1);
@@ -129,7 +161,8 @@ TEST(FlashAttention, MatchesUnfusedOnEitherInstructionSet) {
 // In bfloat16 the unfused path rounds the probabilities to bfloat16 and the fused one keeps them in
 // float32, so both are held to the float32 run on the same rounded qkv, loosely.
 TEST(FlashAttention, BFloat16FollowsFloat32) {
-  for (const Attention& a : {Attention{2, 37, 2, 16, true}, Attention{1, 70, 3, 8, false}}) {
+  for (const Attention& a : {Attention{2, 37, 2, 16, true}, Attention{1, 70, 3, 8, false},
+                             Attention{2, 37, 4, 16, true, 2, true}}) {
     Sequential reference = attention(a, 0.0, 1), fused = attention(a, 0.0, 1), unfused = attention(a, 0.0, 1);
     reference.to(DType::Float32).set_fusion_switches(false);
     fused.to(DType::BFloat16);

@@ -17,6 +17,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/threading.h"
 #include "kernels/dropout_mask.h"
+#include "kernels/rotary.h"
 
 namespace fuselab::kernels {
 namespace {
@@ -47,6 +48,24 @@ HeadRows<C> head_rows(const T* x, int64_t ld, int64_t from, int64_t to, int64_t 
     }
     return {buffer.data(), d};
   }
+}
+
+// Rows [from, to) of a query or key head as head_rows gives them, turned by the rotary angles of
+// their positions when there are tables (then always in `buffer`).
+template <class C, class T>
+HeadRows<C> rotated_head_rows(const T* x, int64_t ld, int64_t from, int64_t to, int64_t d,
+                              const FlashRotary<C>& rotary, std::vector<C>& buffer) {
+  if (!rotary.active()) return head_rows(x, ld, from, to, d, buffer);
+  const int64_t half = d / 2;
+  buffer.resize(size_t((to - from) * d));
+  for (int64_t i = from; i < to; ++i) {
+    const T* in = x + i * ld;
+    C* out = buffer.data() + (i - from) * d;
+    const C *c = rotary.cos + i * half, *s = rotary.sin + i * half;
+#pragma omp simd
+    for (int64_t e = 0; e < half; ++e) rotate_pair(C(in[e]), C(in[e + half]), c[e], s[e], &out[e], &out[e + half]);
+  }
+  return {buffer.data(), d};
 }
 
 // z_ij: Dropout's scaled mask at the unfused probabilities' flat index, 1 without dropout.
@@ -115,23 +134,36 @@ void apply_dropout(const FlashDropout& dropout, int64_t flat, C* p, int64_t cols
   for (int64_t jj = 0; jj < cols; ++jj) p[jj] *= keep<C>(dropout, flat + jj);
 }
 
-// out = dqkv_out + grad over rows [0, T) of one head's columns at `at` (dqkv_out null: zero).
+// out = dqkv_out + grad over rows [0, T) of one head's columns at `at` (dqkv_out null: zero), turned
+// back by the rotary angles when given tables (the grad of a rotated q or k is that of the unrotated
+// one turned by -a).
 template <class T, class C>
 void write_head_grad(T* dqkv, const T* dqkv_out, int64_t at, int64_t ld, const std::vector<C>& grad, int64_t t,
-                     int64_t d) {
+                     int64_t d, const FlashRotary<C>& turn_back) {
+  const int64_t half = d / 2;
+  std::vector<C> row(static_cast<size_t>(d));
   for (int64_t i = 0; i < t; ++i) {
     const C* g = grad.data() + i * d;
     T* out = dqkv + at + i * ld;
-    if (dqkv_out) {
-      const T* passed_on = dqkv_out + at + i * ld;
+    const T* passed_on = dqkv_out ? dqkv_out + at + i * ld : nullptr;
 #pragma omp simd
-      for (int64_t e = 0; e < d; ++e) out[e] = T(C(passed_on[e]) + g[e]);
+    for (int64_t e = 0; e < d; ++e) row[size_t(e)] = (passed_on ? C(passed_on[e]) : C(0)) + g[e];
+    if (turn_back.active()) {
+      const C *c = turn_back.cos + i * half, *s = turn_back.sin + i * half;
+#pragma omp simd
+      for (int64_t e = 0; e < half; ++e) {
+        C x1, x2;
+        rotate_pair(row[size_t(e)], row[size_t(e + half)], c[e], -s[e], &x1, &x2);
+        out[e] = T(x1);
+        out[e + half] = T(x2);
+      }
     } else {
 #pragma omp simd
-      for (int64_t e = 0; e < d; ++e) out[e] = T(g[e]);
+      for (int64_t e = 0; e < d; ++e) out[e] = T(row[size_t(e)]);
     }
   }
 }
+
 
 }  // namespace
 
@@ -147,10 +179,10 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
     const int64_t i0 = job % tiles * kTile, i1 = std::min(t, i0 + kTile), rows = i1 - i0;
     std::vector<C> q_buffer, k_buffer, v_buffer, p(size_t(rows * kTile));
     std::vector<C> o(size_t(rows * d), C(0)), m(size_t(rows), -std::numeric_limits<C>::infinity()), l(size_t(rows), C(0));
-    const HeadRows<C> qi = head_rows(qkv + s.q_at(b, h), ld, i0, i1, d, q_buffer);
+    const HeadRows<C> qi = rotated_head_rows(qkv + s.q_at(b, h), ld, i0, i1, d, rotary, q_buffer);
     for (int64_t j0 = 0; j0 < (causal ? i1 : t); j0 += kTile) {  // causal: later key tiles skipped
       const int64_t j1 = std::min(t, j0 + kTile), cols = j1 - j0;
-      const HeadRows<C> kj = head_rows(qkv + s.k_at(b, h), ld, j0, j1, d, k_buffer),
+      const HeadRows<C> kj = rotated_head_rows(qkv + s.k_at(b, h), ld, j0, j1, d, rotary, k_buffer),
                         vj = head_rows(qkv + s.v_at(b, h), ld, j0, j1, d, v_buffer);
       cpu::gemm<C>(false, true, rows, cols, d, scale, qi.data, qi.ld, kj.data, kj.ld, C(0), p.data(), cols);  // s
       for (int64_t r = 0; r < rows; ++r) {
@@ -193,11 +225,11 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
     const int64_t b = job / s.kv_heads, first_head = job % s.kv_heads * s.group();
     const size_t head = size_t(t * d);
     std::vector<C> buffers[5], dq(head), dk(head, C(0)), dv(head, C(0));
-    const HeadRows<C> kc = head_rows(qkv + s.k_at(b, first_head), ld, 0, t, d, buffers[1]),
+    const HeadRows<C> kc = rotated_head_rows(qkv + s.k_at(b, first_head), ld, 0, t, d, rotary, buffers[1]),
                       vc = head_rows(qkv + s.v_at(b, first_head), ld, 0, t, d, buffers[2]);
     std::vector<C> big_d(static_cast<size_t>(t)), p(size_t(kTile * kTile)), dp(size_t(kTile * kTile));
     for (int64_t h = first_head; h < first_head + s.group(); ++h) {
-      const HeadRows<C> qc = head_rows(qkv + s.q_at(b, h), ld, 0, t, d, buffers[0]),
+      const HeadRows<C> qc = rotated_head_rows(qkv + s.q_at(b, h), ld, 0, t, d, rotary, buffers[0]),
                         dyc = head_rows(dy + s.output_at(b, h), c, 0, t, d, buffers[3]),
                         yc = head_rows(y + s.output_at(b, h), c, 0, t, d, buffers[4]);
       for (int64_t i = 0; i < t; ++i) {  // D_i = dy_i . y_i
@@ -241,10 +273,10 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
           cpu::gemm<C>(false, false, rows, d, cols, scale, dp.data(), cols, kj, kc.ld, C(1), dq_i, d);  // dq += ds k
         }
       }
-      write_head_grad(dqkv, dqkv_out, s.q_at(b, h), ld, dq, t, d);
+      write_head_grad(dqkv, dqkv_out, s.q_at(b, h), ld, dq, t, d, rotary);
     }
-    write_head_grad(dqkv, dqkv_out, s.k_at(b, first_head), ld, dk, t, d);
-    write_head_grad(dqkv, dqkv_out, s.v_at(b, first_head), ld, dv, t, d);
+    write_head_grad(dqkv, dqkv_out, s.k_at(b, first_head), ld, dk, t, d, rotary);
+    write_head_grad(dqkv, dqkv_out, s.v_at(b, first_head), ld, dv, t, d, FlashRotary<C>{});  // v is not rotated
   }
 }
 

@@ -12,6 +12,10 @@
 //                shares the key head stream; dk_j, dv_j in registers
 //   query grads: one block per (b, h, query tile): K and V tiles stream; dq_i in registers
 //
+// With rotary tables, q and k elements are turned as they load (each reads its pair's partner), and
+// the grads kernels write the grad of the rotated qkv to scratch, which ApplyRotary turns back into
+// dqkv (the one extra pass: turning a grad back needs both halves of a row, which lanes split).
+//
 // The grads are split by who owns the sum, so nothing is added atomically and the results do not
 // depend on the launch order. Each writes its own columns of dqkv with dqkv_out added, so dqkv is
 // written whole without a copy first. Everything is computed in C = compute_t<T> (float32 for
@@ -29,6 +33,7 @@
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/dropout_mask.h"
+#include "kernels/rotary.h"
 
 namespace fuselab::kernels::cuda {
 namespace {
@@ -74,23 +79,36 @@ __device__ Place place_of_block(const Dims& n, int64_t heads) {
   return {bh / heads, bh % heads, tile * Tile<C>::kRows, t / Tile<C>::kLanes, t % Tile<C>::kLanes};
 }
 
-// This lane's columns of a row (zero past head_dim, or for a row past the last token: row null).
+// Element c of the row of token i, turned by the row's rotary angles when there are tables.
 template <class C, class T>
-__device__ void load_slice(C (&out)[kSlice<C>], const T* row, int lane, int64_t head_dim) {
+__device__ C element(const T* row, int64_t c, int64_t i, int64_t head_dim, const FlashRotary<C>& rotary) {
+  if (!rotary.active()) return C(row[c]);
+  const int64_t half = head_dim / 2, pair = c % half, at = i * half + pair;
+  C y1, y2;
+  rotate_pair(C(row[pair]), C(row[pair + half]), rotary.cos[at], rotary.sin[at], &y1, &y2);
+  return c < half ? y1 : y2;
+}
+
+// This lane's columns of the row of token i (zero past head_dim, or for a row past the last token:
+// row null), rotated when there are tables.
+template <class C, class T>
+__device__ void load_slice(C (&out)[kSlice<C>], const T* row, int64_t i, int lane, int64_t head_dim,
+                           const FlashRotary<C>& rotary = {}) {
   for (int k = 0; k < kSlice<C>; ++k) {
     const int64_t c = lane + k * Tile<C>::kLanes;
-    out[k] = row != nullptr && c < head_dim ? C(row[c]) : C(0);
+    out[k] = row != nullptr && c < head_dim ? element(row, c, i, head_dim, rotary) : C(0);
   }
 }
 
 // Rows first .. first + kRows - 1 of a [tokens, head_dim] matrix with leading dimension ld into a
-// dense tile (zero rows past the last token).
+// dense tile (zero rows past the last token), rotated when there are tables.
 template <class C, class T>
-__device__ void load_tile(C* tile, const T* m, int64_t ld, int64_t first, int64_t tokens, int64_t head_dim) {
+__device__ void load_tile(C* tile, const T* m, int64_t ld, int64_t first, int64_t tokens, int64_t head_dim,
+                          const FlashRotary<C>& rotary = {}) {
   const int64_t count = Tile<C>::kRows * head_dim;
   for (int64_t e = threadIdx.x; e < count; e += blockDim.x) {
-    const int64_t r = e / head_dim, c = e % head_dim;
-    tile[e] = first + r < tokens ? C(m[(first + r) * ld + c]) : C(0);
+    const int64_t r = e / head_dim, c = e % head_dim, i = first + r;
+    tile[e] = i < tokens ? element(m + i * ld, c, i, head_dim, rotary) : C(0);
   }
 }
 
@@ -136,7 +154,7 @@ __device__ C dropout_factor(const FlashDropout& dropout, uint64_t index) {
 // sum_j e^(s_ij - m') z_ij v_j. Masked keys (past the last token, or j > i) get s = -inf.
 template <class T>
 __global__ void flash_attention_forward_kernel(const T* qkv, T* y, compute_t<T>* lse, Dims n, compute_t<T> scale,
-                                               bool causal, FlashDropout dropout) {
+                                               bool causal, FlashDropout dropout, FlashRotary<compute_t<T>> rotary) {
   using C = compute_t<T>;
   constexpr int kRows = Tile<C>::kRows;
   __shared__ C k_tile[kRows * kMaxHeadDim];
@@ -145,13 +163,13 @@ __global__ void flash_attention_forward_kernel(const T* qkv, T* y, compute_t<T>*
   const int64_t d = n.head_dim, ld = n.qkv_row(), i = at.first + at.row;
   const T* q_head = qkv + n.q_at(at.b, at.h);  // token 0's q of this head
   C q[kSlice<C>], o[kSlice<C>];
-  load_slice(q, i < n.tokens ? q_head + i * ld : nullptr, at.lane, d);
+  load_slice(q, i < n.tokens ? q_head + i * ld : nullptr, i, at.lane, d, rotary);
   for (int k = 0; k < kSlice<C>; ++k) o[k] = C(0);
   C m = C(-INFINITY), l = C(0);
   const int64_t keys = causal && at.first + kRows < n.tokens ? at.first + kRows : n.tokens;
   for (int64_t k0 = 0; k0 < keys; k0 += kRows) {
     __syncthreads();  // every thread is done with the previous tiles
-    load_tile(k_tile, qkv + n.k_at(at.b, at.h), ld, k0, n.tokens, d);
+    load_tile(k_tile, qkv + n.k_at(at.b, at.h), ld, k0, n.tokens, d, rotary);
     load_tile(v_tile, qkv + n.v_at(at.b, at.h), ld, k0, n.tokens, d);
     __syncthreads();
     C s[kRows];
@@ -203,7 +221,8 @@ __global__ void flash_attention_row_dots_kernel(const T* y, const T* dy, compute
 template <class T>
 __global__ void flash_attention_key_grads_kernel(const T* qkv, const T* dy, const compute_t<T>* lse,
                                                  const compute_t<T>* row_dots, const T* dqkv_out, T* dqkv, Dims n,
-                                                 compute_t<T> scale, bool causal, FlashDropout dropout) {
+                                                 compute_t<T> scale, bool causal, FlashDropout dropout,
+                                                 FlashRotary<compute_t<T>> rotary) {
   using C = compute_t<T>;
   constexpr int kRows = Tile<C>::kRows;
   __shared__ C q_tile[kRows * kMaxHeadDim];
@@ -214,14 +233,14 @@ __global__ void flash_attention_key_grads_kernel(const T* qkv, const T* dy, cons
   const int64_t d = n.head_dim, ld = n.qkv_row(), j = at.first + at.row, first_head = at.h * n.group();
   const int64_t k_at = n.k_at(at.b, first_head) + j * ld, v_at = n.v_at(at.b, first_head) + j * ld;
   C k[kSlice<C>], v[kSlice<C>], dk[kSlice<C>], dv[kSlice<C>];
-  load_slice(k, j < n.tokens ? qkv + k_at : nullptr, at.lane, d);
-  load_slice(v, j < n.tokens ? qkv + v_at : nullptr, at.lane, d);
+  load_slice(k, j < n.tokens ? qkv + k_at : nullptr, j, at.lane, d, rotary);
+  load_slice(v, j < n.tokens ? qkv + v_at : nullptr, j, at.lane, d);
   for (int c = 0; c < kSlice<C>; ++c) dk[c] = dv[c] = C(0);
   for (int64_t h = first_head; h < first_head + n.group(); ++h) {
     const int64_t bh = at.b * n.heads + h;
     for (int64_t q0 = causal ? at.first : 0; q0 < n.tokens; q0 += kRows) {
       __syncthreads();
-      load_tile(q_tile, qkv + n.q_at(at.b, h), ld, q0, n.tokens, d);
+      load_tile(q_tile, qkv + n.q_at(at.b, h), ld, q0, n.tokens, d, rotary);
       load_tile(dy_tile, dy + n.output_at(at.b, h), n.width(), q0, n.tokens, d);
       for (int r = int(threadIdx.x); r < kRows; r += int(blockDim.x)) {
         const bool real = q0 + r < n.tokens;
@@ -250,7 +269,8 @@ __global__ void flash_attention_key_grads_kernel(const T* qkv, const T* dy, cons
 template <class T>
 __global__ void flash_attention_query_grads_kernel(const T* qkv, const T* dy, const compute_t<T>* lse,
                                                    const compute_t<T>* row_dots, const T* dqkv_out, T* dqkv, Dims n,
-                                                   compute_t<T> scale, bool causal, FlashDropout dropout) {
+                                                   compute_t<T> scale, bool causal, FlashDropout dropout,
+                                                 FlashRotary<compute_t<T>> rotary) {
   using C = compute_t<T>;
   constexpr int kRows = Tile<C>::kRows;
   __shared__ C k_tile[kRows * kMaxHeadDim];
@@ -260,14 +280,14 @@ __global__ void flash_attention_query_grads_kernel(const T* qkv, const T* dy, co
   const bool real = i < n.tokens;
   const T* q_head = qkv + n.q_at(at.b, at.h);
   C q[kSlice<C>], g[kSlice<C>], dq[kSlice<C>];
-  load_slice(q, real ? q_head + i * ld : nullptr, at.lane, d);
-  load_slice(g, real ? dy + (at.b * n.tokens + i) * n.width() + at.h * d : nullptr, at.lane, d);
+  load_slice(q, real ? q_head + i * ld : nullptr, i, at.lane, d, rotary);
+  load_slice(g, real ? dy + (at.b * n.tokens + i) * n.width() + at.h * d : nullptr, i, at.lane, d);
   for (int c = 0; c < kSlice<C>; ++c) dq[c] = C(0);
   const C lse_i = real ? lse[bh * n.tokens + i] : C(0), dot_i = real ? row_dots[bh * n.tokens + i] : C(0);
   const int64_t keys = causal && at.first + kRows < n.tokens ? at.first + kRows : n.tokens;
   for (int64_t k0 = 0; k0 < keys; k0 += kRows) {
     __syncthreads();
-    load_tile(k_tile, qkv + n.k_at(at.b, at.h), ld, k0, n.tokens, d);
+    load_tile(k_tile, qkv + n.k_at(at.b, at.h), ld, k0, n.tokens, d, rotary);
     load_tile(v_tile, qkv + n.v_at(at.b, at.h), ld, k0, n.tokens, d);
     __syncthreads();
     for (int jj = 0; jj < kRows; ++jj) {
@@ -318,7 +338,8 @@ void FlashAttentionForward<T>::cuda(KernelContext& ctx) const {
   if (tile_blocks(n, n.heads) == 0) return;
   use_device(ctx.device);
   const int threads = kBlockThreads<compute_t<T>>;
-  flash_attention_forward_kernel<T><<<tile_blocks(n, n.heads), threads>>>(qkv, y, lse, n, scale, causal, dropout);
+  flash_attention_forward_kernel<T><<<tile_blocks(n, n.heads), threads>>>(qkv, y, lse, n, scale, causal, dropout,
+                                                                          rotary);
   check_launch("flash_attention_forward_kernel");
 }
 
@@ -332,13 +353,18 @@ void FlashAttentionBackward<T>::cuda(KernelContext& ctx) const {
   C* row_dots = ctx.scratch<C>(rows);
   flash_attention_row_dots_kernel<T><<<blocks_for(rows * 32), kThreads>>>(y, dy, row_dots, n);
   check_launch("flash_attention_row_dots_kernel");
+  // With rotation the grads kernels give the grad of the rotated qkv, which one more pass turns back.
+  T* grad = rotary.active() ? ctx.scratch<T>(n.batch * n.tokens * n.qkv_row()) : dqkv;
   const int threads = kBlockThreads<C>;
-  flash_attention_key_grads_kernel<T><<<tile_blocks(n, n.kv_heads), threads>>>(qkv, dy, lse, row_dots, dqkv_out, dqkv, n, scale,
-                                                                   causal, dropout);
+  flash_attention_key_grads_kernel<T><<<tile_blocks(n, n.kv_heads), threads>>>(qkv, dy, lse, row_dots, dqkv_out, grad,
+                                                                                n, scale, causal, dropout, rotary);
   check_launch("flash_attention_key_grads_kernel");
-  flash_attention_query_grads_kernel<T><<<tile_blocks(n, n.heads), threads>>>(qkv, dy, lse, row_dots, dqkv_out, dqkv, n, scale,
-                                                                     causal, dropout);
+  flash_attention_query_grads_kernel<T><<<tile_blocks(n, n.heads), threads>>>(qkv, dy, lse, row_dots, dqkv_out, grad,
+                                                                               n, scale, causal, dropout, rotary);
   check_launch("flash_attention_query_grads_kernel");
+  if (!rotary.active()) return;
+  const RotaryShape turn{n.batch * n.tokens, n.tokens, n.heads + n.kv_heads, n.qkv_row(), n.head_dim};
+  ApplyRotary<T>{turn, grad, dqkv, rotary.cos, rotary.sin, /*inverse=*/true}.cuda(ctx);
 }
 
 FUSELAB_FLASH_ATTENTION_KERNELS(FUSELAB_INSTANTIATE_CUDA)

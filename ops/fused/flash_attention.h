@@ -1,5 +1,6 @@
-// FlashAttention: AttentionScores, Softmax, an optional Dropout and AttentionValues
-// (ops/basic/attention.h) as one joint forward-backward op. Its forward tiles over queries and
+// FlashAttention: an optional RotaryEmbedding, then AttentionScores, Softmax, an optional Dropout and
+// AttentionValues (ops/basic/attention.h) as one joint forward-backward op. With the RotaryEmbedding,
+// q and k are rotated as the kernel loads each tile, so the rotated qkv is never written. Its forward tiles over queries and
 // keys with an online softmax and never allocates the [B, H, T, T] scores or probabilities; it
 // saves qkv, the output and the per-row log-sum-exp only (FlashAttentionSaved, in the first op's
 // context), and its backward recomputes the probabilities tile by tile. Dropout, when present and
@@ -8,27 +9,37 @@
 #pragma once
 
 #include "kernels/flash_attention.h"
+#include "ops/basic/dropout.h"
+#include "ops/basic/rotary_embedding.h"
 #include "ops/fused_op.h"
 #include "ops/fusion.h"
 
 namespace fuselab {
 
 struct FlashAttentionSaved {
-  Tensor qkv;
+  Tensor qkv;  // before the rotation, when there is one
   Tensor output;
   Tensor lse;  // [B, H, T], compute dtype
   kernels::FlashDropout dropout;
-  NamedTensors tensors() const { return {{"qkv", qkv}, {"output", output}, {"lse", lse}}; }
+  RotaryTables rotary;  // undefined without a RotaryEmbedding
+  NamedTensors tensors() const {
+    return {{"qkv", qkv}, {"output", output}, {"lse", lse}, {"rotary_cos", rotary.cos}, {"rotary_sin", rotary.sin}};
+  }
 };
 
 class FlashAttention : public FusedOp {
  public:
-  // ops: AttentionScores, Softmax, [Dropout], AttentionValues
+  // ops: [RotaryEmbedding], AttentionScores, Softmax, [Dropout], AttentionValues
   explicit FlashAttention(const OpList& ops);
   FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& qkv,
                              const TensorLists& extra_inputs) override;
   FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
                                const TensorLists& grad_extra_outputs) override;
+
+ private:
+  bool rotates() const;           // covers a RotaryEmbedding (the first op)
+  size_t scores_index() const;    // where AttentionScores is among the basic ops
+  Dropout* dropout() const;        // the Dropout, if covered
 };
 
 // The fusion that makes it: its pattern, with the reason for each predicate, and its example model.
