@@ -87,7 +87,8 @@ int train(const Config& c, Communicator& comm) {
     std::printf("%s\n", model.describe().c_str());
   }
 
-  const LoopSettings loop{c.batch, c.run.steps / 20, 0.1, 1.0, 50, "--batch=" + std::to_string(c.batch)};
+  const LoopSettings loop{c.batch, c.run.steps / 20, 0.1, 1.0, 50, "--batch=" + std::to_string(c.batch),
+                          matmul_flops_per_token(model)};
   TrainingRun run("charlm", c.run, model, optimizer, loop, leader);
   run.record("--context", c.model.context), run.record("--embed", c.model.embed);
   run.record("--hidden", c.model.hidden), run.record("--blocks", c.model.blocks);

@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
                 path.c_str(), (long long)n, (long long)train_rows, (long long)(n - train_rows), (long long)features,
                 (long long)classes, c.no_fusion ? "off" : "on");
     // A constant lr, no clipping: the batch's rows are its tokens.
-    TrainingRun run("classify", c, model, optimizer, {64, 0, 1.0, 0, 100});
+    TrainingRun run("classify", c, model, optimizer, {64, 0, 1.0, 0, 100, "", matmul_flops_per_token(model)});
     run.record("--hidden", hidden);
     run.keep("data_order", loader);
     const bool finished = run.train([&](int64_t) {

@@ -3,9 +3,9 @@
 // examples/models.h's gpt_model, one Sequential of fusible ops that //tools:bench times too.
 //
 //   bazel run -c opt //examples:gpt -- [--arch=gpt2|llama] [--batch=B] [--context=T] [--layers=L]
-//       [--heads=H] [--kv-heads=K] [--width=C] [--dropout=P] [--accumulate=N] [--sample=N] and the
-//       flags every training program has
-//       (examples/training_run.h: --steps, --lr, --seed, --device, --checkpoint, --resume, --json, ...)
+//       [--heads=H] [--kv-heads=K] [--width=C] [--tie-embeddings] [--dropout=P] [--accumulate=N]
+//       [--sample=N] and the flags every training program has (examples/training_run.h: --steps,
+//       --lr, --seed, --device, --checkpoint, --resume, --json, ...)
 //
 // --help lists every flag with its default and its range; docs/training_programs.md says more.
 // Training: AdamW with weight decay on the Linear weight matrices only (as minGPT), a linear
@@ -101,11 +101,12 @@ int train(Config c) {
 
   const int64_t warmup = std::max<int64_t>(1, c.run.steps / 20);
   const std::string sized_by = "--batch=" + std::to_string(c.batch) + " --accumulate=" + std::to_string(c.accumulate);
-  TrainingRun run("gpt", c.run, model, optimizer, {c.batch * c.model.context, warmup, 0.1, 1.0, 10, sized_by});
+  TrainingRun run("gpt", c.run, model, optimizer,
+                  {c.batch * c.model.context, warmup, 0.1, 1.0, 10, sized_by, gpt_flops_per_token(model, c.model)});
   run.record("--context", c.model.context), run.record("--width", c.model.width);
   run.record("--layers", c.model.layers), run.record("--heads", c.model.heads), run.record("--dropout", c.model.dropout);
   run.record("--arch", c.model.arch), run.record("--kv-heads", c.model.kv_heads);
-  run.record("--rope-theta", c.model.rope_theta);
+  run.record("--rope-theta", c.model.rope_theta), run.record("--tie-embeddings", c.model.tie_embeddings);
   run.record_text("vocabulary", characters_of(corpus.vocab));
   run.keep("data_order", batches);
   const int64_t rows = c.batch / c.accumulate;
@@ -137,6 +138,8 @@ int main(int argc, char** argv) {
     flags.add("kv-heads", c.model.kv_heads, "llama: key and value heads, a divisor of --heads (0: --heads / 2 "
               "when even, else --heads)", {0, 256});
     flags.add("rope-theta", c.model.rope_theta, "llama: the rotary embedding's base", {1, 1e9});
+    flags.add("tie-embeddings", c.model.tie_embeddings, "the LM head's weight is the token embedding's table "
+              "(one parameter, both grads added into it)");
     flags.add("batch", c.batch, "windows per step", {1, 1 << 16});
     flags.add("context", c.model.context, "characters the model attends over (the window length)", {1, 4096});
     flags.add("layers", c.model.layers, "transformer blocks", {0, 64});

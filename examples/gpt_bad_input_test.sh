@@ -51,7 +51,7 @@ expect_error 'saved with vocabulary="\n %123456789abcdefgh"; this run has vocabu
 if ! grep -q __asan_init "$gpt"; then
   expect_error "training step 1 ran out of memory for its activations and grads (allocate 68719476736 bytes" \
     bash -c 'ulimit -v 2000000 && exec "$@"' _ "$gpt" "${small[@]}" --batch=65536 --context=256 --width=1024 --heads=8
-  expect_error "they grow with --batch=65536 --accumulate=1 --context=256" \
+  expect_error "they grow with --batch=65536 --accumulate=1 --arch=gpt2 --context=256" \
     bash -c 'ulimit -v 2000000 && exec "$@"' _ "$gpt" "${small[@]}" --batch=65536 --context=256 --width=1024 --heads=8
 fi
 echo "gpt_bad_input: $((cases - failures)) passed, $failures failed"

@@ -1,6 +1,7 @@
 // The example models' builders and batch makers (see models.h).
 #include "examples/models.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -77,7 +78,7 @@ std::pair<std::shared_ptr<BasicOp>, std::shared_ptr<BasicOp>> residual(const std
 
 
 // A Linear without bias (weight N(0, std^2)), as Llama's.
-std::shared_ptr<BasicOp> llama_linear(int64_t in, int64_t out, double std, Generator& gen) {
+std::shared_ptr<Linear> llama_linear(int64_t in, int64_t out, double std, Generator& gen) {
   auto linear = std::make_shared<Linear>(in, out, &gen);
   linear->weight().set_data(normal({out, in}, 0, std, DType::Float32, &gen));
   return linear;
@@ -104,7 +105,9 @@ Sequential llama_model(const GptConfig& c, Generator& gen, double std, double pr
     model.append(llama_linear(c.width, 2 * hidden, std, gen)).append(std::make_shared<SwiGLU>());
     model.append(llama_linear(hidden, c.width, projection_std, gen)).append(mlp_out);
   }
-  model.append(std::make_shared<RMSNorm>(c.width)).append(llama_linear(c.width, c.vocab, std, gen));
+  auto head = llama_linear(c.width, c.vocab, std, gen);
+  if (c.tie_embeddings) head->share_parameter("weight", tokens->table());
+  model.append(std::make_shared<RMSNorm>(c.width)).append(head);
   return model;
 }
 
@@ -145,17 +148,32 @@ Sequential gpt_model(const GptConfig& c, Generator& gen) {
     model.append(gpt_linear(c.width, 4 * c.width, kStd, gen)).append(std::make_shared<GELU>());
     model.append(gpt_linear(4 * c.width, c.width, projection_std, gen)).append(mlp_out);
   }
-  model.append(std::make_shared<LayerNorm>(c.width)).append(gpt_linear(c.width, c.vocab, kStd, gen));
+  const std::vector<std::shared_ptr<BasicOp>> head = gpt_linear(c.width, c.vocab, kStd, gen);
+  if (c.tie_embeddings) head[0]->share_parameter("weight", tokens->table());
+  model.append(std::make_shared<LayerNorm>(c.width)).append(head);
   return model;
+}
+
+double matmul_flops_per_token(const Sequential& model) {
+  double matmul_weights = 0;
+  for (const auto& op : model.ops()) {
+    if (auto* linear = dynamic_cast<Linear*>(op.get())) matmul_weights += double(linear->weight().numel());
+  }
+  return 6 * matmul_weights;
+}
+
+double gpt_flops_per_token(const Sequential& model, const GptConfig& c) {
+  return matmul_flops_per_token(model) + 12.0 * double(c.layers * c.width * c.context);
 }
 
 std::vector<ParamGroup> gpt_decay_groups(const Sequential& model, double weight_decay) {
   ParamGroup decayed{{}, weight_decay}, not_decayed{{}, 0.0};
   for (const auto& op : model.ops()) {
-    auto* linear = dynamic_cast<Linear*>(op.get());
-    for (const Tensor& p : op->parameters()) {
-      (linear && p.same(linear->weight()) ? decayed : not_decayed).params.push_back(p);
-    }
+    if (auto* linear = dynamic_cast<Linear*>(op.get())) decayed.params.push_back(linear->weight());
+  }
+  for (const Tensor& p : model.parameters()) {
+    const bool matrix = std::any_of(decayed.params.begin(), decayed.params.end(), [&](const Tensor& w) { return w.same(p); });
+    if (!matrix) not_decayed.params.push_back(p);
   }
   return {decayed, not_decayed};
 }

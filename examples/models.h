@@ -70,6 +70,7 @@ struct GptConfig {
   std::string arch = "gpt2";  // "gpt2" or "llama"
   int64_t kv_heads = 0;       // llama: key and value heads, a divisor of heads (0: heads / 2 when even)
   double rope_theta = 10000;  // llama: the rotary embedding's base
+  bool tie_embeddings = false;  // the LM head's weight is the token embedding's table
 };
 Sequential gpt_model(const GptConfig& config, Generator& gen);
 // The width of a llama MLP's hidden layer for a model of width `width`.
@@ -77,9 +78,15 @@ int64_t llama_hidden(int64_t width);
 // The attention heads of a config: kv_heads, or the preset's (heads / 2 for llama when heads is
 // even, else heads).
 AttentionHeads gpt_attention_heads(const GptConfig& config);
+// Model FLOPs of one token's (or row's) forward and backward, as PaLM's appendix and llm.c count
+// them: 6 per weight of a matrix multiply (the Linear weights: 2 forward, 4 backward), and for a GPT
+// 12 layers width context more for the attention's two products (scores and values).
+double matmul_flops_per_token(const Sequential& model);
+double gpt_flops_per_token(const Sequential& model, const GptConfig& config);
 // GPT's weight decay split, as minGPT's: group 0, the Linear weight matrices, decays by
 // `weight_decay`; group 1, biases, LayerNorm gains and shifts and the token and position
-// embeddings, does not (they set offsets and scales, which decay would only pull toward 0).
+// embeddings, does not (they set offsets and scales, which decay would only pull toward 0). A tied
+// token embedding is the LM head's weight matrix, so it decays.
 std::vector<ParamGroup> gpt_decay_groups(const Sequential& model, double weight_decay);
 // Token ids [rows, context] (int64, of any dtype asked); cross entropy of the logits viewed as
 // [rows context, vocab] against random next ids, as the example trains.

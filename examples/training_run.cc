@@ -9,6 +9,7 @@
 #include "optim/anomaly.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
+#include "runtime/machine_limits.h"
 #include "runtime/runtime.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
@@ -115,6 +116,9 @@ TrainingRun::TrainingRun(std::string program, RunFlags flags, Sequential& model,
                        [&gen](const Tensor& saved) { load_generator_state(gen, saved); }});
     }
   }
+  if (leader_ && loop_.flops_per_token > 0 && flags_.device == "cpu") {
+    if (const std::optional<double> core = runtime::fma_peak_gflops()) peak_flops_ = *core * 1e9 * num_threads();
+  }
 }
 
 TrainingRun::~TrainingRun() = default;
@@ -193,6 +197,10 @@ bool TrainingRun::train(const std::function<double(int64_t step)>& step_loss) {
   loss_log_.commit();  // a stopped run's too: --resume appends to it
   if (!leader_) return stop == flags_.steps;
   std::printf("\n");
+  if (const std::optional<double> mfu = flops_utilization()) {
+    std::printf("model FLOPs utilization %.1f%%: %.1f GFLOP/s of the %.1f GFLOP/s float32 FMA peak of %d threads\n",
+                100 * *mfu, tokens_per_s() * loop_.flops_per_token / 1e9, *peak_flops_ / 1e9, num_threads());
+  }
   if (stop < flags_.steps) {
     std::printf("stopped after step %lld of %lld (--stop-after)\n", (long long)stop, (long long)flags_.steps);
     return false;
@@ -251,11 +259,18 @@ double TrainingRun::steps_per_s() const {
   return seconds_ > 0 ? double(done_) / seconds_ : 0;
 }
 
+std::optional<double> TrainingRun::flops_utilization() const {
+  if (!peak_flops_ || seconds_ <= 0) return std::nullopt;
+  return tokens_per_s() * loop_.flops_per_token / *peak_flops_;
+}
+
 void TrainingRun::write_json(const std::vector<std::pair<std::string, double>>& fields) {
   std::string text = "{";
   for (const auto& [name, value] : fields) text += "\"" + name + "\": " + json_number(value) + ", ";
   text += "\"steps\": " + json_number(double(flags_.steps)) + ", \"tokens_per_s\": " + json_number(tokens_per_s()) +
-          ", \"steps_per_s\": " + json_number(steps_per_s()) + ", \"fused\": " + (flags_.no_fusion ? "false" : "true");
+          ", \"steps_per_s\": " + json_number(steps_per_s()) + ", ";
+  if (const std::optional<double> mfu = flops_utilization()) text += "\"mfu\": " + json_number(*mfu) + ", ";
+  text += std::string("\"fused\": ") + (flags_.no_fusion ? "false" : "true");
   json_.write(text, "}\n");
   json_.commit();
 }

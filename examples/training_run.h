@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -52,6 +53,9 @@ struct LoopSettings {
   // The data flags that size a step's memory, as "--batch=32": a step that runs out of memory
   // names them and the recorded model settings.
   std::string sized_by;
+  // Model FLOPs of one token's forward and backward (examples/models.h): with it, a CPU run reports
+  // its model FLOPs utilization against the FMA peak measured at start (0: none reported).
+  double flops_per_token = 0;
 };
 
 class TrainingRun {
@@ -95,8 +99,12 @@ class TrainingRun {
   double last_loss() const { return last_loss_; }
   double tokens_per_s() const;
   double steps_per_s() const;
+  // Model FLOPs per second over the float32 FMA peak of the threads the kernels use
+  // (runtime/machine_limits.h), or none without flops_per_token, on CUDA or without FMA.
+  std::optional<double> flops_utilization() const;
 
-  // The --json report: the program's fields, then steps, tokens_per_s, steps_per_s and fused.
+  // The --json report: the program's fields, then steps, tokens_per_s, steps_per_s, mfu (where
+  // known) and fused.
   void write_json(const std::vector<std::pair<std::string, double>>& fields);
 
  private:
@@ -124,6 +132,7 @@ class TrainingRun {
   OutputFile loss_log_, json_;
   int64_t start_ = 0, done_ = 0;  // done_: the steps this process ran
   double seconds_ = 0, last_loss_ = 0;
+  std::optional<double> peak_flops_;  // the threads' float32 FMA peak, measured at start
   std::chrono::steady_clock::time_point begin_;
 };
 

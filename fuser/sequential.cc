@@ -269,24 +269,40 @@ SequentialOutput Sequential::operator()(const Tensor& x, const std::vector<Tenso
   return out;
 }
 
+namespace {
+
+// Whether `p` is among `seen` (the same tensor: a parameter shared by two ops counts once).
+bool already_listed(const std::vector<Tensor>& seen, const Tensor& p) {
+  return std::any_of(seen.begin(), seen.end(), [&](const Tensor& q) { return q.same(p); });
+}
+
+}  // namespace
+
 std::vector<Tensor> Sequential::parameters() const {
   std::vector<Tensor> params;
   for (const Entry& entry : entries_) {
-    const std::vector<Tensor> own = entry.op ? entry.op->parameters() : entry.module->parameters();
-    params.insert(params.end(), own.begin(), own.end());
+    for (const Tensor& p : entry.op ? entry.op->parameters() : entry.module->parameters()) {
+      if (!already_listed(params, p)) params.push_back(p);
+    }
   }
   return params;
 }
 
 NamedTensors Sequential::named_parameters() const {
   NamedTensors named;
+  std::vector<Tensor> listed;
+  auto add = [&](const std::string& key, const Tensor& p) {
+    if (already_listed(listed, p)) return;
+    listed.push_back(p);
+    named[key] = p;
+  };
   for (const Entry& entry : entries_) {
     if (entry.module) {
-      for (const auto& [key, p] : entry.module->named_parameters()) named[entry.name() + "." + key] = p;
+      for (const auto& [key, p] : entry.module->named_parameters()) add(entry.name() + "." + key, p);
       continue;
     }
     const BasicOp& op = *entry.op;
-    for (size_t p = 0; p < op.parameters().size(); ++p) named[op.name() + "." + op.parameter_names()[p]] = op.parameters()[p];
+    for (size_t p = 0; p < op.parameters().size(); ++p) add(op.name() + "." + op.parameter_names()[p], op.parameters()[p]);
   }
   return named;
 }

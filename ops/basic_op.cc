@@ -14,6 +14,18 @@ void BasicOp::add_parameter(std::string name, Tensor value) {
   params_.push_back(std::move(value));
 }
 
+void BasicOp::share_parameter(const std::string& name, const Tensor& shared) {
+  const auto it = std::find(param_names_.begin(), param_names_.end(), name);
+  check(it != param_names_.end(), describe(), ": has no parameter '", name, "' to share");
+  Tensor& own = params_[size_t(it - param_names_.begin())];
+  check(shared.defined() && shared.is_leaf(), describe(), ": parameter '", name,
+        "' can only share another parameter (a leaf tensor)");
+  check(shared.shape() == own.shape() && shared.dtype() == own.dtype() && shared.device() == own.device(), describe(),
+        ": parameter '", name, "' is ", own.shape(), " ", own.dtype(), " on ", own.device(), ", cannot share a ",
+        shared.shape(), " ", shared.dtype(), " tensor on ", shared.device());
+  own = shared;
+}
+
 void BasicOp::to(Device device) {
   for (Tensor& p : params_) p.set_data(p.detach().to(device));
 }

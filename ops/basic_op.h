@@ -37,6 +37,10 @@ class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
   // Leaves that require grad (unless frozen). to() converts them in place (Tensor::set_data).
   const std::vector<Tensor>& parameters() const { return params_; }
   Tensor& parameter(size_t i) { return params_.at(i); }
+  // Makes parameter `name` the very tensor `shared` (of the same shape, dtype and device), another
+  // op's parameter: tied weights, as a language model's token embedding and output Linear. Both
+  // uses add their grads into it; a Sequential lists it once, under its first op's name.
+  void share_parameter(const std::string& name, const Tensor& shared);
   const std::vector<std::string>& parameter_names() const { return param_names_; }
   // Moves or converts the parameters in place, as PyTorch's module.to(): handles taken before
   // (by an optimizer, say) then refer to the converted tensors, which keep their requires_grad;

@@ -5,10 +5,10 @@
 
 #include "ops/basic/rmsnorm.h"
 #include "ops/op_context.h"
+#include "runtime/machine_limits.h"
 #include "runtime/runtime.h"
 #include "tensor/factories.h"
 #include "tensor/tensor_math.h"
-#include "tools/machine_limits.h"
 
 namespace fuselab::bench {
 
@@ -17,7 +17,7 @@ namespace {
 // The machine's copy bandwidth for a run on `device`, with the kernels' thread count; none on CUDA.
 std::optional<double> memory_gbps(Device device) {
   if (device.is_cuda()) return std::nullopt;
-  return copy_bandwidth_gbps(num_threads());
+  return runtime::copy_bandwidth_gbps(num_threads());
 }
 
 // norm_block's minimum traffic, in N x H tensors (the weight, rstd and dw are O(N + H)): forward
@@ -85,7 +85,7 @@ double gemm_tflops(const Result& r, const TimeStats& time) {
 Limits measure_limits(const BenchModel& model, Device device) {
   if (device.is_cuda()) return {};
   const bool gemms = model.name == "mlp_block", rows = model.name == "norm_block";
-  return {gemms ? fma_peak_gflops() : std::nullopt, rows ? memory_gbps(device) : std::nullopt,
+  return {gemms ? runtime::fma_peak_gflops() : std::nullopt, rows ? memory_gbps(device) : std::nullopt,
           num_threads()};
 }
 

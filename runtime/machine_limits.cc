@@ -1,4 +1,4 @@
-#include "tools/machine_limits.h"
+#include "runtime/machine_limits.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -12,7 +12,7 @@
 
 #include "kernels/cpu/isa.h"
 
-namespace fuselab::bench {
+namespace fuselab::runtime {
 namespace {
 
 // An FMA's result is ready 4 cycles after it starts and a core starts 2 per cycle, so at least
@@ -97,4 +97,4 @@ double copy_bandwidth_gbps(int threads) {
   return 2.0 * double(bytes) / best / 1e9;
 }
 
-}  // namespace fuselab::bench
+}  // namespace fuselab::runtime
