@@ -13,6 +13,7 @@
 #include "ops/basic/bias.h"
 #include "ops/basic/constant_scale.h"
 #include "ops/basic/embedding.h"
+#include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
@@ -20,7 +21,6 @@
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
 #include "ops/basic/rotary_embedding.h"
-#include "ops/basic/swiglu.h"
 #include "tensor/factories.h"
 
 namespace fuselab::examples {

@@ -5,6 +5,10 @@
 //   gelu(x) = x/2 * (1 + tanh(u)),  u = sqrt(2/pi) * (x + 0.044715 x^3)
 //   gelu'(x) = (1 + tanh u)/2 + x/2 * (1 - tanh^2 u) * sqrt(2/pi) * (1 + 3 * 0.044715 x^2)
 //   silu(x) = x * s,  s = 1 / (1 + e^-x)     silu'(x) = s * (1 + x * (1 - s))
+//   sigmoid(x) = s                           sigmoid'(x) = s * (1 - s)
+//   qgelu(x) = x * s(1.702 x)                qgelu'(x) = q * (1 + 1.702 x * (1 - q)),  q = s(1.702 x)
+//   srelu(x) = max(x, 0)^2                   srelu'(x) = 2 max(x, 0)
+// (qgelu is GELU's sigmoid approximation, srelu the squared ReLU, as in TransformerEngine.)
 //
 // Each activation is a type, so a kernel is instantiated per activation and its inner loop
 // has no branch on which one it is. The same functions run in the CPU and the CUDA kernels
@@ -48,7 +52,7 @@ FUSELAB_HOST_DEVICE inline float tanh_approx(float u) {
 }
 FUSELAB_HOST_DEVICE inline double tanh_approx(double u) { return tanh(u); }
 
-enum class Activation { None, ReLU, GELU, SiLU };
+enum class Activation { None, ReLU, GELU, SiLU, Sigmoid, QGELU, SReLU };
 
 struct IdentityMath {
   template <class T> FUSELAB_HOST_DEVICE static T forward(T x) { return x; }
@@ -83,7 +87,28 @@ struct SiLUMath {
   }
 };
 
-// Calls f(IdentityMath{}), f(ReLUMath{}), f(GELUMath{}) or f(SiLUMath{}).
+struct SigmoidMath {
+  template <class T> FUSELAB_HOST_DEVICE static T forward(T x) { return SiLUMath::sigmoid(x); }
+  template <class T> FUSELAB_HOST_DEVICE static T grad(T x) {
+    const T s = SiLUMath::sigmoid(x);
+    return s * (T(1) - s);
+  }
+};
+
+struct QGELUMath {
+  template <class T> FUSELAB_HOST_DEVICE static T forward(T x) { return x * SiLUMath::sigmoid(T(1.702) * x); }
+  template <class T> FUSELAB_HOST_DEVICE static T grad(T x) {
+    const T q = SiLUMath::sigmoid(T(1.702) * x);
+    return q * (T(1) + T(1.702) * x * (T(1) - q));
+  }
+};
+
+struct SReLUMath {
+  template <class T> FUSELAB_HOST_DEVICE static T forward(T x) { return x > T(0) ? x * x : T(0); }
+  template <class T> FUSELAB_HOST_DEVICE static T grad(T x) { return x > T(0) ? T(2) * x : T(0); }
+};
+
+// Calls f with the activation's math type: f(IdentityMath{}), f(ReLUMath{}), ...
 template <class F>
 void with_activation(Activation act, F&& f) {
   switch (act) {
@@ -91,6 +116,9 @@ void with_activation(Activation act, F&& f) {
     case Activation::ReLU: return f(ReLUMath{});
     case Activation::GELU: return f(GELUMath{});
     case Activation::SiLU: return f(SiLUMath{});
+    case Activation::Sigmoid: return f(SigmoidMath{});
+    case Activation::QGELU: return f(QGELUMath{});
+    case Activation::SReLU: return f(SReLUMath{});
   }
 }
 
@@ -100,6 +128,9 @@ inline const char* activation_name(Activation act) {
     case Activation::ReLU: return "ReLU";
     case Activation::GELU: return "GELU";
     case Activation::SiLU: return "SiLU";
+    case Activation::Sigmoid: return "Sigmoid";
+    case Activation::QGELU: return "QGELU";
+    case Activation::SReLU: return "SReLU";
   }
   return "?";
 }

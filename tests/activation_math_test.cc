@@ -35,6 +35,12 @@ TEST(ActivationMath, FloatActivationsMatchDouble) {
     EXPECT_NEAR(GELUMath::grad(x), GELUMath::grad(double(x)), 5e-6);
     EXPECT_NEAR(SiLUMath::forward(x), SiLUMath::forward(double(x)), 2e-6 * (1 + std::abs(x)));
     EXPECT_NEAR(SiLUMath::grad(x), SiLUMath::grad(double(x)), 5e-6);
+    EXPECT_NEAR(SigmoidMath::forward(x), SigmoidMath::forward(double(x)), 2e-7);
+    EXPECT_NEAR(SigmoidMath::grad(x), SigmoidMath::grad(double(x)), 2e-7);
+    EXPECT_NEAR(QGELUMath::forward(x), QGELUMath::forward(double(x)), 2e-6 * (1 + std::abs(x)));
+    EXPECT_NEAR(QGELUMath::grad(x), QGELUMath::grad(double(x)), 5e-6);
+    EXPECT_NEAR(SReLUMath::forward(x), SReLUMath::forward(double(x)), 1e-6 * (1 + x * x));
+    EXPECT_NEAR(SReLUMath::grad(x), SReLUMath::grad(double(x)), 1e-6 * (1 + std::abs(x)));
   }
 }
 
@@ -47,7 +53,8 @@ TEST(ActivationMath, Avx512AndBaselineLoopsAgree) {
     x[i] = -8.0f + 16.0f * float(i) / float(x.size());
     dy[i] = 1.0f + float(i % 7);
   }
-  for (Activation act : {Activation::ReLU, Activation::GELU, Activation::SiLU}) {
+  for (Activation act : {Activation::ReLU, Activation::GELU, Activation::SiLU, Activation::Sigmoid,
+                         Activation::QGELU, Activation::SReLU}) {
     std::vector<std::vector<float>> y(2, std::vector<float>(x.size())), dx = y;
     const bool was_enabled = cpu::use_avx512();  // FUSELAB_DISABLE_AVX512 holds for later tests
     for (int avx512 : {0, 1}) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 #include "autograd/functional.h"
 #include "fuser/sequential.h"
@@ -13,13 +14,13 @@
 #include "ops/basic/constant_scale.h"
 #include "ops/basic/dropout.h"
 #include "ops/basic/embedding.h"
+#include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/identity.h"
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
-#include "ops/basic/swiglu.h"
 #include "tensor/factories.h"
 #include "tests/sequential_testing.h"
 
@@ -67,6 +68,30 @@ TEST(BasicOps, SwiGLUGatesTheSecondHalfWithSiluOfTheFirst) {
   const double s1 = 1 / (1 + std::exp(-1.0)), s2 = -2 / (1 + std::exp(2.0));
   expect_same(seq(x), from_vector<double>({s1 * 3, s2 * 4}, {1, 2}));
   EXPECT_THROW(seq(x64({2, 3})), Error);
+}
+
+// Each gated linear unit against its gate's formula written here: y = gate(a) * b.
+TEST(BasicOps, GatedLinearUnitsGateTheSecondHalf) {
+  const auto sigmoid = [](double v) { return 1 / (1 + std::exp(-v)); };
+  const std::vector<std::pair<std::shared_ptr<BasicOp>, std::function<double(double)>>> family = {
+      {std::make_shared<GLU>(), sigmoid},
+      {std::make_shared<ReGLU>(), [](double v) { return std::max(v, 0.0); }},
+      {std::make_shared<GEGLU>(),
+       [](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))); }},
+      {std::make_shared<QGEGLU>(), [&](double v) { return v * sigmoid(1.702 * v); }},
+      {std::make_shared<SReGLU>(), [](double v) { return v > 0 ? v * v : 0.0; }},
+      {std::make_shared<SwiGLU>(), [&](double v) { return v * sigmoid(v); }}};
+  const std::vector<double> a = {1.5, -2, 0.25}, b = {3, 4, -5};
+  std::vector<double> row = a;
+  row.insert(row.end(), b.begin(), b.end());
+  for (const auto& [op, gate] : family) {
+    Sequential seq({op});
+    std::vector<double> want;
+    for (size_t j = 0; j < a.size(); ++j) want.push_back(gate(a[j]) * b[j]);
+    SCOPED_TRACE(op->type());
+    expect_same(seq(from_vector<double>(row, {1, 6})), from_vector<double>(want, {1, 3}));
+  }
+  EXPECT_THROW(GatedLinearUnit(Activation::None), Error);
 }
 
 TEST(BasicOps, RMSNormNormalizesByRootMeanSquare) {

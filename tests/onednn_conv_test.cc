@@ -65,7 +65,8 @@ double activate(Activation act, double v) {
   return y;
 }
 
-const Activation kActivations[] = {Activation::None, Activation::ReLU, Activation::GELU, Activation::SiLU};
+const Activation kActivations[] = {Activation::None,    Activation::ReLU,  Activation::GELU, Activation::SiLU,
+                                   Activation::Sigmoid, Activation::QGELU, Activation::SReLU};
 
 TEST(OnednnConv, ForwardWithBiasAndActivationMatchesFloat64) {
   for (const Conv2dGeometry& g : kGeometries) {

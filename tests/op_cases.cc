@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "autograd/functional.h"
+#include "fuser/sequential.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/attention.h"
@@ -20,6 +21,7 @@
 #include "ops/basic/conv2d.h"
 #include "ops/basic/dropout.h"
 #include "ops/basic/embedding.h"
+#include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/identity.h"
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
@@ -29,8 +31,6 @@
 #include "ops/basic/rmsnorm.h"
 #include "ops/basic/rotary_embedding.h"
 #include "ops/basic/softmax.h"
-#include "ops/basic/swiglu.h"
-#include "fuser/sequential.h"
 #include "tensor/factories.h"
 
 namespace fuselab::testing {
@@ -175,9 +175,17 @@ void basic_op_cases(const Add& add) {
     add(op("ReLU").input(s, -3, 3).bfloat16().runs(basic<ReLU>()));
     add(op("GELU").input(s, -3, 3).bfloat16().runs(basic<GELU>()));
     add(op("SiLU").input(s, -3, 3).bfloat16().runs(basic<SiLU>()));
+    add(op("Sigmoid").input(s, -3, 3).bfloat16().runs(basic<Sigmoid>()));
+    add(op("QGELU").input(s, -3, 3).bfloat16().runs(basic<QGELU>()));
+    add(op("SReLU").input(s, -3, 3).bfloat16().runs(basic<SReLU>()));
   }
   for (const Shape& s : {Shape{3, 6}, Shape{1, 2}, Shape{37, 130}, Shape{3000, 64}}) {
     add(op("SwiGLU").input(s).runs(basic<SwiGLU>()));
+    add(op("GLU").input(s).runs(basic<GLU>()));
+    add(op("ReGLU").input(s).runs(basic<ReGLU>()));
+    add(op("GEGLU").input(s).runs(basic<GEGLU>()));
+    add(op("QGEGLU").input(s).runs(basic<QGEGLU>()));
+    add(op("SReGLU").input(s).runs(basic<SReGLU>()));
     add(op("Dropout").input(s).runs(basic<Dropout>(0.3, uint64_t(11))));  // a fresh op: the same mask each call
   }
   for (const Shape& s : Shapes{{3, 5}, kRowShapes[0], kRowShapes[1], kRowShapes[2], kRowShapes[3]}) {

@@ -164,7 +164,6 @@ void write_head_grad(T* dqkv, const T* dqkv_out, int64_t at, int64_t ld, const s
   }
 }
 
-
 }  // namespace
 
 template <class T>

@@ -29,7 +29,8 @@ inline const dnnl::engine& cpu_engine() {
 
 // act as an eltwise post-op, with kernels/activation_math.h's formulas: ReLU is max(x, 0), GELU
 // oneDNN's gelu_tanh (0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), not gelu_erf), SiLU its
-// swish x sigmoid(alpha x) with alpha = 1.
+// swish x sigmoid(alpha x) with alpha = 1 and QGELU with alpha = 1.702, Sigmoid its logistic, SReLU
+// its relu followed by square.
 inline void append_activation(dnnl::post_ops& ops, Activation act) {
   switch (act) {
     case Activation::None:
@@ -42,6 +43,16 @@ inline void append_activation(dnnl::post_ops& ops, Activation act) {
       break;
     case Activation::SiLU:
       ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.f, 0.f);
+      break;
+    case Activation::Sigmoid:
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_logistic, 0.f, 0.f);
+      break;
+    case Activation::QGELU:
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_swish, 1.702f, 0.f);
+      break;
+    case Activation::SReLU:
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      ops.append_eltwise(1.f, dnnl::algorithm::eltwise_square, 0.f, 0.f);
       break;
   }
 }

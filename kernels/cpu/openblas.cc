@@ -1,14 +1,12 @@
 #include "kernels/cpu/openblas.h"
 
-#include <dlfcn.h>
-
 #include <atomic>
 #include <cstdlib>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu/threading.h"
+#include "runtime/shared_library.h"
 #include "runtime/settings.h"
 
 namespace fuselab::kernels::cpu {
@@ -21,10 +19,8 @@ const char* best_core_type() {
 }
 
 template <class Fn>
-Fn symbol(void* library, const char* name) {
-  void* address = dlsym(library, name);
-  if (!address) throw std::runtime_error(std::string("OpenBLAS: the library FuseLab loaded has no ") + name);
-  return reinterpret_cast<Fn>(address);
+Fn symbol(const runtime::SharedLibrary& library, const char* name) {
+  return reinterpret_cast<Fn>(library.symbol(name));
 }
 
 OpenBlas load() {
@@ -32,20 +28,12 @@ OpenBlas load() {
   // The OpenMP build shares FuseLab's OpenMP threads; the default (pthreads) build's threads
   // would spin against them on the same cores.
   const std::string& chosen = runtime::settings().openblas;
-  const std::vector<std::string> candidates =
+  static const runtime::SharedLibrary library(
+      "OpenBLAS",
       chosen.empty() ? std::vector<std::string>{"/usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0",
                                                 "libopenblas.so.0"}
-                     : std::vector<std::string>{chosen};
-  void* library = nullptr;
-  std::string reasons;
-  for (const std::string& name : candidates) {
-    if ((library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL))) break;
-    reasons += std::string("; ") + dlerror();
-  }
-  if (!library) {
-    throw std::runtime_error("OpenBLAS is needed for this CPU GEMM and could not be loaded; install Debian's "
-                             "libopenblas0-openmp (bash tools/setup.sh)" + reasons);
-  }
+                     : std::vector<std::string>{chosen},
+      "Debian's libopenblas0-openmp (bash tools/setup.sh)");
   OpenBlas blas{symbol<OpenBlas::Sgemm>(library, "cblas_sgemm"), symbol<OpenBlas::Dgemm>(library, "cblas_dgemm"),
                 symbol<void (*)(int)>(library, "openblas_set_num_threads"),
                 symbol<char* (*)()>(library, "openblas_get_corename")()};

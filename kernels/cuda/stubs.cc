@@ -20,7 +20,7 @@
 #include "kernels/optimizer_steps.h"
 #include "kernels/rotary.h"
 #include "kernels/softmax.h"
-#include "kernels/swiglu.h"
+#include "kernels/gated_linear_unit.h"
 
 namespace fuselab::kernels::cuda {
 
@@ -80,6 +80,6 @@ FUSELAB_NORM_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_OPTIMIZER_STEP_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_ROTARY_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_SOFTMAX_KERNELS(FUSELAB_CUDA_STUB)
-FUSELAB_SWIGLU_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_GATED_LINEAR_UNIT_KERNELS(FUSELAB_CUDA_STUB)
 
 }  // namespace fuselab::kernels

@@ -1,4 +1,5 @@
-// Pointwise activations as basic ops: ReLU, GELU (tanh form) and SiLU.
+// Pointwise activations as basic ops: ReLU, GELU (tanh form), SiLU, Sigmoid, QGELU (x sigmoid(1.702 x))
+// and SReLU (squared ReLU).
 // y = act(x),  dx = dy * act'(x); the formulas are in kernels/activation_math.h.
 #pragma once
 
@@ -44,6 +45,21 @@ class GELU : public ActivationOp {
 class SiLU : public ActivationOp {
  public:
   SiLU() : ActivationOp(Activation::SiLU) {}
+};
+
+class Sigmoid : public ActivationOp {
+ public:
+  Sigmoid() : ActivationOp(Activation::Sigmoid) {}
+};
+
+class QGELU : public ActivationOp {
+ public:
+  QGELU() : ActivationOp(Activation::QGELU) {}
+};
+
+class SReLU : public ActivationOp {
+ public:
+  SReLU() : ActivationOp(Activation::SReLU) {}
 };
 
 }  // namespace fuselab

@@ -1,7 +1,8 @@
 """`cuda_library`: compiles .cu files with nvcc (sm_80 and sm_90) into a cc_library.
 
 Bazel 4 has no CUDA rules, so each .cu file becomes one genrule that runs `nvcc -c`, and the
-objects go into a cc_library that links cudart, cuBLASLt and cuDNN.
+objects go into a cc_library that links the CUDA runtime statically (it opens the driver at the first
+CUDA call); cuBLASLt and cuDNN are opened on first use (kernels/cuda/cuda_libraries.cc).
 """
 
 load("@local_cuda//:defs.bzl", "CUDA_PATH")
@@ -15,18 +16,20 @@ NVCC_FLAGS = " ".join([
     "-I.",
 ])
 
-# cuBLASLt and cudart are in the toolkit's lib64/; cuDNN and NCCL in its lib/ on these machines.
 CUDA_LINKOPTS = [
     "-L%s/lib64" % CUDA_PATH,
-    "-Wl,-rpath,%s/lib64" % CUDA_PATH,
-    "-L%s/lib" % CUDA_PATH,
-    "-Wl,-rpath,%s/lib" % CUDA_PATH,
-    "-lcudart",
-    "-lcublasLt",
-    "-lcudnn",
+    "-lcudart_static",
+    "-ldl",
+    "-lrt",
+    "-lpthread",
 ]
 
-NCCL_LINKOPTS = ["-lnccl"] + CUDA_LINKOPTS
+# NCCL (in the toolkit's lib/ on these machines) is linked as usual, by the distributed programs only.
+NCCL_LINKOPTS = [
+    "-L%s/lib" % CUDA_PATH,
+    "-Wl,-rpath,%s/lib" % CUDA_PATH,
+    "-lnccl",
+] + CUDA_LINKOPTS
 
 def cuda_library(name, srcs, hdrs = [], deps = [], **kwargs):
     objects = []

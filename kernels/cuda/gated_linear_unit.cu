@@ -1,0 +1,55 @@
+// The CUDA bodies of kernels/gated_linear_unit.h: one thread per output element.
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/gated_linear_unit.h"
+#include "kernels/gated_linear_unit_math.h"
+
+namespace fuselab::kernels::cuda {
+namespace {
+
+// Output element i = (r, j) reads a = x[r, j] and b = x[r, n + j].
+template <class Gate, class T>
+__global__ void glu_forward_kernel(const T* x, T* y, int64_t count, int64_t n) {
+  FUSELAB_GRID_STRIDE_LOOP(i, count) {
+    const T* a = x + (i / n) * 2 * n + i % n;
+    y[i] = glu_forward_value<Gate>(a[0], a[n]);
+  }
+}
+
+template <class Gate, class T>
+__global__ void glu_backward_kernel(const T* x, const T* dy, T* dx, int64_t count, int64_t n) {
+  FUSELAB_GRID_STRIDE_LOOP(i, count) {
+    const int64_t at = (i / n) * 2 * n + i % n;
+    glu_grads<Gate>(x[at], x[at + n], dy[i], &dx[at], &dx[at + n]);
+  }
+}
+
+}  // namespace
+
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
+using namespace cuda;
+
+template <class T>
+void GatedLinearUnitForward<T>::cuda(KernelContext& ctx) const {
+  if (rows * n == 0) return;
+  use_device(ctx.device);
+  with_activation(gate, [&](auto math) {
+    glu_forward_kernel<decltype(math), T><<<blocks_for(rows * n), kThreads>>>(x, y, rows * n, n);
+  });
+  check_launch("glu_forward_kernel");
+}
+
+template <class T>
+void GatedLinearUnitBackward<T>::cuda(KernelContext& ctx) const {
+  if (rows * n == 0) return;
+  use_device(ctx.device);
+  with_activation(gate, [&](auto math) {
+    glu_backward_kernel<decltype(math), T><<<blocks_for(rows * n), kThreads>>>(x, dy, dx, rows * n, n);
+  });
+  check_launch("glu_backward_kernel");
+}
+
+FUSELAB_GATED_LINEAR_UNIT_KERNELS(FUSELAB_INSTANTIATE_CUDA)
+
+}  // namespace fuselab::kernels
