@@ -7,11 +7,13 @@
 #include "ops/fused/backward_activation_bias.h"
 #include "ops/fused/backward_add_norm.h"
 #include "ops/fused/backward_linear_add.h"
+#include "ops/fused/backward_linear_scale.h"
 #include "ops/fused/flash_attention.h"
 #include "ops/fused/forward_add_norm.h"
 #include "ops/fused/forward_conv_bias_activation.h"
 #include "ops/fused/forward_linear_bias_activation.h"
 #include "ops/fused/forward_linear_bias_add.h"
+#include "ops/fused/forward_linear_scale_add.h"
 
 namespace fuselab {
 namespace {
@@ -19,10 +21,12 @@ namespace {
 const bool kRegistered = [] {
   const FusionDefinition builtins[] = {
       forward_linear_bias_add_fusion(),  // before ForwardLinearBiasActivation, which would take its Linear, Bias
+      forward_linear_scale_add_fusion(),
       forward_linear_bias_activation_fusion(),
       forward_conv_bias_activation_fusion(),
       forward_add_norm_fusion(),  // after ForwardLinearBiasAdd: a residual add after a Linear goes there
       backward_linear_add_fusion(),
+      backward_linear_scale_fusion(),  // after BackwardLinearAdd, which keeps a Linear after MakeExtraOutput
       backward_activation_bias_fusion(),
       backward_add_norm_fusion(),
       flash_attention_fusion(),

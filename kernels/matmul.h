@@ -1,7 +1,8 @@
 // Batched matrix products over contiguous row-major operands, with transposes as flags:
 //
-//   out_i = op(a_i) op(b_i) (+ addend_i)   for i < batch,  op(a_i) [m, k], op(b_i) [k, n], out_i [m, n]
+//   out_i = alpha op(a_i) op(b_i) (+ addend_i)   for i < batch,  op(a_i) [m, k], op(b_i) [k, n], out_i [m, n]
 //
+// alpha is the GEMM's own scale (1 unless a fused op folds a ConstantScale into it).
 // The GEMM libraries do the work: oneDNN or OpenBLAS on the CPU (kernels/cpu/gemm.h; oneDNN adds
 // the addend in its tiles), cuBLASLt on CUDA (kernels/cuda/gemm.h), which reads the addend as its
 // C and writes out as its D, with no copy. addend may be null, or out itself: then out += op(a) op(b)
@@ -23,6 +24,7 @@ struct Matmul {
   const T* b;
   const T* addend;
   T* out;
+  double alpha = 1;
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 

@@ -124,14 +124,14 @@ namespace {
 
 // op(a) op(b) (+ addend) into out, whose shape the caller has checked; addend may be out itself.
 void run_matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend,
-                Tensor& out) {
+                Tensor& out, double alpha) {
   const int64_t batch = a.dim() == 3 ? a.size(0) : 1;
   const int64_t m = out.size(-2), n = out.size(-1), k = transpose_a ? a.size(-2) : a.size(-1);
   launch_floating<WithBFloat16::Yes>("matmul", a, [&](auto zero) {
     using T = decltype(zero);
     return kernels::Matmul<T>{transpose_a, transpose_b, batch,      m,
                               n,           k,           a.ptr<T>(), b.ptr<T>(),
-                              ptr_or_null<T>(addend),   out.ptr<T>()};
+                              ptr_or_null<T>(addend),   out.ptr<T>(), alpha};
   });
 }
 
@@ -146,21 +146,23 @@ Shape product_shape(const char* op, const Tensor& a, bool transpose_a, const Ten
 
 }  // namespace
 
-Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend) {
+Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend,
+              double alpha) {
   const Shape shape = product_shape("matmul", a, transpose_a, b, transpose_b);
   check(!addend.defined() || addend.shape() == shape, "matmul: addend of shape ",
         addend.defined() ? addend.shape() : Shape{}, " for a product of shape ", shape);
   Tensor out = empty(shape, a.dtype(), a.device());
-  run_matmul(a, transpose_a, b, transpose_b, addend, out);
+  run_matmul(a, transpose_a, b, transpose_b, addend, out, alpha);
   return out;
 }
 
-void matmul_add_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b) {
+void matmul_add_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
+                     double alpha) {
   const Shape shape = product_shape("matmul_add_into", a, transpose_a, b, transpose_b);
   check(out.defined(), "matmul_add_into: out is undefined; it must be ", shape, " ", a.dtype(), " on ", a.device());
   check(out.shape() == shape && out.dtype() == a.dtype() && out.device() == a.device(), "matmul_add_into: out must be ",
         shape, " ", a.dtype(), " on ", a.device(), ", got ", out.shape(), " ", out.dtype(), " on ", out.device());
-  run_matmul(a, transpose_a, b, transpose_b, out, out);
+  run_matmul(a, transpose_a, b, transpose_b, out, out, alpha);
 }
 
 Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {

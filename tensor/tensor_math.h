@@ -32,14 +32,15 @@ Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape);
 Tensor activation(Activation act, const Tensor& x);
 Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy);
 
-// op(a) op(b) (+ addend) in a new tensor, where op transposes the last two dims when its flag is
-// set. a and b are both 2-D, or both 3-D with the same batch size. A defined addend, of the
-// result's shape, is added in the GEMM itself (beta = 1): on CUDA read as its C, on the CPU copied
-// into the result first.
-Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend = Tensor());
-// out += op(a) op(b) in place, out of the product's shape, dtype and device: the GEMM reads out as
-// its C (beta = 1), so the sum costs no pass of its own.
-void matmul_add_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b);
+// alpha op(a) op(b) (+ addend) in a new tensor, where op transposes the last two dims when its flag
+// is set. a and b are both 2-D, or both 3-D with the same batch size. A defined addend, of the
+// result's shape, is added by the GEMM itself (kernels/matmul.h), and alpha is the GEMM's scale.
+Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend = Tensor(),
+              double alpha = 1);
+// out += alpha op(a) op(b) in place, out of the product's shape, dtype and device: the GEMM reads
+// out as its C (beta = 1), so the sum costs no pass of its own.
+void matmul_add_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
+                     double alpha = 1);
 // out[i] = table[ids[i]] for a [V, D] table and int64 ids on its device (throws naming `op` when
 // an id is out of range), and its adjoint, the scatter-add dtable[ids[i]] += dout[i].
 Tensor embedding(const char* op, const Tensor& table, const Tensor& ids);

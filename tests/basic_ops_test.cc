@@ -16,6 +16,7 @@
 #include "ops/basic/embedding.h"
 #include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/identity.h"
+#include "ops/basic/l2_normalization.h"
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
@@ -92,6 +93,39 @@ TEST(BasicOps, GatedLinearUnitsGateTheSecondHalf) {
     expect_same(seq(from_vector<double>(row, {1, 6})), from_vector<double>(want, {1, 3}));
   }
   EXPECT_THROW(GatedLinearUnit(Activation::None), Error);
+}
+
+TEST(BasicOps, L2NormalizationDividesByTheRowsNorm) {
+  Sequential seq({std::make_shared<L2Normalization>(1e-3)});
+  const Tensor x = from_vector<double>({3, 4, 0, -1, 2, 2}, {2, 3});
+  const double n0 = std::sqrt(25 + 1e-3), n1 = std::sqrt(9 + 1e-3);
+  expect_same(seq(x), from_vector<double>({3 / n0, 4 / n0, 0, -1 / n1, 2 / n1, 2 / n1}, {2, 3}));
+  EXPECT_THROW(L2Normalization(-1), Error);
+}
+
+// A zero-centered weight w scales as 1 + w: the same outputs and grads as a plain norm with weight
+// 1 + w, and a fresh one is the identity scale.
+TEST(BasicOps, ZeroCenteredGammaScalesByOnePlusTheWeight) {
+  const Tensor x = random_tensor({4, 6}, DType::Float64, 1), dy = random_tensor({4, 6}, DType::Float64, 2);
+  const Tensor w = random_tensor({6}, DType::Float64, 3);
+  auto centered = std::make_shared<RMSNorm>(6, 1e-6, true);
+  auto plain = std::make_shared<RMSNorm>(6, 1e-6);
+  centered->to(DType::Float64);
+  plain->to(DType::Float64);
+  Sequential fresh({centered}), reference({plain});
+  expect_same(fresh(x), reference(x));
+  centered->weight().copy_(w);
+  plain->weight().copy_(add(w, ones({6}, DType::Float64)));
+  Sequential centered_seq({centered}), plain_seq({plain});
+  Tensor xc = x.detach(), xp = x.detach();
+  xc.set_requires_grad();
+  xp.set_requires_grad();
+  const Tensor yc = centered_seq(xc), yp = plain_seq(xp);
+  expect_same(yc, yp);
+  backward(sum(mul(yc, dy)));
+  backward(sum(mul(yp, dy)));
+  expect_same(xc.grad(), xp.grad());
+  expect_same(centered->weight().grad(), plain->weight().grad());
 }
 
 TEST(BasicOps, RMSNormNormalizesByRootMeanSquare) {

@@ -90,7 +90,8 @@ TEST(FusionLab, BuiltinBackwardFusionsRunInPriorityOrder) {
   for (const RegisteredFusion& f : fusion_snapshot().backward) {
     if (f.name.rfind("Backward", 0) == 0) builtin.push_back(f.name);
   }
-  EXPECT_EQ(builtin, (std::vector<std::string>{"BackwardLinearAdd", "BackwardActivationBias", "BackwardAddNorm"}));
+  EXPECT_EQ(builtin, (std::vector<std::string>{"BackwardLinearAdd", "BackwardLinearScale", "BackwardActivationBias",
+                                                "BackwardAddNorm"}));
 
   Sequential seq({std::make_shared<Linear>(4, 4), std::make_shared<Bias>(4), std::make_shared<GELU>()});
   const std::string text = seq.explain();

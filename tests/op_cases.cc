@@ -23,6 +23,7 @@
 #include "ops/basic/embedding.h"
 #include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/identity.h"
+#include "ops/basic/l2_normalization.h"
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
@@ -191,6 +192,7 @@ void basic_op_cases(const Add& add) {
   for (const Shape& s : Shapes{{3, 5}, kRowShapes[0], kRowShapes[1], kRowShapes[2], kRowShapes[3]}) {
     const double float32 = float32_tolerance(s);
     add(op("RMSNorm").input(s).input({s[1]}).bfloat16().float32_within(float32).runs(basic<RMSNorm>(s[1])));
+    add(op("L2Normalization").input(s).bfloat16().float32_within(float32).runs(basic<L2Normalization>()));
     // Rows of 3 elements whose variance is small make rstd large and dx ill-conditioned.
     add(op("LayerNorm")
             .input(s)
@@ -200,6 +202,15 @@ void basic_op_cases(const Add& add) {
             .float32_within(s[1] == 3 ? 1e-3 : float32)
             .runs(basic<LayerNorm>(s[1])));
   }
+  // The weight stored as gamma - 1: the norms scale by 1 + w.
+  add(op("RMSNorm").named("zero_centered_gamma").input({37, 130}).input({130}).bfloat16().runs(basic<RMSNorm>(130, 1e-6, true)));
+  add(op("LayerNorm")
+          .named("zero_centered_gamma")
+          .input({37, 130})
+          .input({130})
+          .input({130})
+          .bfloat16()
+          .runs(basic<LayerNorm>(130, 1e-5, true)));
   for (const Shape& s : {Shape{2, 3}, Shape{300, 257}}) {
     add(op("AddExtraInput").input(s).input(s).bfloat16().runs(basic<AddExtraInput>()));
     add(op("MakeExtraOutput").input(s).bfloat16().runs(basic<MakeExtraOutput>()));
@@ -275,6 +286,7 @@ void empty_cases(const Add& add) {
   add(op("Linear").input({0, 4}).input({3, 4}).bfloat16().runs(basic<Linear>(4, 3)));
   add(op("Bias").input({0, 3}).input({3}).bfloat16().runs(basic<Bias>(3)));
   add(op("RMSNorm").input({0, 5}).input({5}).bfloat16().runs(basic<RMSNorm>(5)));
+  add(op("L2Normalization").input({0, 5}).bfloat16().runs(basic<L2Normalization>()));
   add(op("LayerNorm").input({0, 5}).input({5}).input({5}).bfloat16().runs(basic<LayerNorm>(5)));
   add(op("SwiGLU").input({0, 6}).runs(basic<SwiGLU>()));
   add(op("Dropout").input({0, 6}).runs(basic<Dropout>(0.3, uint64_t(11))));

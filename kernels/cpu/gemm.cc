@@ -129,14 +129,17 @@ bool gemm_with_epilogue(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
   if (e.act != Activation::None && e.addend) {
     throw std::invalid_argument("gemm_with_epilogue: an activation with an addend is not an epilogue FuseLab has");
   }
+  if (e.bias && e.alpha != 1) {
+    throw std::invalid_argument("gemm_with_epilogue: alpha with a bias is not an epilogue FuseLab has");
+  }
   if (m == 0 || n == 0) return true;
   if constexpr (!std::is_same_v<T, double>) {
     if (cpu_gemm<T>() == CpuGemm::Onednn &&
-        onednn_matmul<T>({ta, tb, m, n, k, 1.f, 0.f, a, lda, b, ldb, e.bias, e.addend, e.act, c, n})) {
+        onednn_matmul<T>({ta, tb, m, n, k, float(e.alpha), 0.f, a, lda, b, ldb, e.bias, e.addend, e.act, c, n})) {
       return true;
     }
   }
-  gemm<T>(ta, tb, m, n, k, T(1), a, lda, b, ldb, T(0), c, n);
+  gemm<T>(ta, tb, m, n, k, T(e.alpha), a, lda, b, ldb, T(0), c, n);
   epilogue_pass(e, c, m, n);
   return false;
 }

@@ -55,13 +55,15 @@ template <class T>
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
-// What gemm_with_epilogue adds to the product: bias [n] on every row, then addend [m, n], then the
-// activation. An activation comes without an addend (the fused Linear ops' two epilogues).
+// What gemm_with_epilogue does with the product: scales it by alpha, adds bias [n] on every row,
+// then addend [m, n], then applies the activation. An activation comes without an addend (the
+// fused Linear ops' two epilogues), and alpha without a bias (ForwardLinearScaleAdd).
 template <class T>
 struct GemmEpilogue {
   const T* bias = nullptr;
   const T* addend = nullptr;
   Activation act = Activation::None;
+  compute_t<T> alpha = 1;
 };
 
 // C and addend are contiguous [m, n]. Returns true where the epilogue ran inside the GEMM

@@ -12,12 +12,14 @@ void Matmul<T>::cpu(KernelContext&) const {
   const int64_t lda = transpose_a ? m : k, ldb = transpose_b ? k : n;
   for (int64_t i = 0; i < batch; ++i) {
     if (addend == out) {
-      cpu::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), a + i * m * k, lda, b + i * k * n, ldb, T(1),
+      cpu::gemm<T>(transpose_a, transpose_b, m, n, k, T(alpha), a + i * m * k, lda, b + i * k * n, ldb, T(1),
                    out + i * m * n, n);
       continue;
     }
     cpu::gemm_with_epilogue<T>(transpose_a, transpose_b, m, n, k, a + i * m * k, lda, b + i * k * n, ldb,
-                               {nullptr, addend ? addend + i * m * n : nullptr}, out + i * m * n);
+                               {nullptr, addend ? addend + i * m * n : nullptr, Activation::None,
+                                compute_t<T>(alpha)},
+                               out + i * m * n);
   }
 }
 

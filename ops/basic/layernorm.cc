@@ -7,8 +7,8 @@
 
 namespace fuselab {
 
-LayerNorm::LayerNorm(int64_t features, double eps) : NormOp("LayerNorm", features, eps) {
-  add_parameter("weight", ones({features}));
+LayerNorm::LayerNorm(int64_t features, double eps, bool zero_centered_gamma)
+    : NormOp("LayerNorm", features, eps, zero_centered_gamma) {
   add_parameter("bias", zeros({features}));
 }
 
@@ -18,12 +18,13 @@ Tensor LayerNorm::normalize(OpContext& ctx, const Tensor& x, const Tensor& resid
   Tensor y = empty_like(x);
   const DType stats = compute_dtype(x.dtype());
   Tensor mean = empty({rows}, stats, x.device()), rstd = empty({rows}, stats, x.device());
+  const Tensor gamma = this->gamma();
   launch_floating<WithBFloat16::Yes>("LayerNorm", x, [&](auto zero) {
     using T = decltype(zero);
     return kernels::LayerNormForward<T>{x.ptr<T>(),
                                         ptr_or_null<T>(residual),
                                         ptr_or_null<T>(h),
-                                        weight().ptr<T>(),
+                                        gamma.ptr<T>(),
                                         bias().ptr<T>(),
                                         y.ptr<T>(),
                                         mean.ptr<compute_t<T>>(),
@@ -42,10 +43,11 @@ OpBackward LayerNorm::normalize_backward(OpContext& ctx, const Tensor& dy, const
   Tensor dx = ctx.input_requires_grad ? empty_like(saved.input) : Tensor();
   Tensor dw = ctx.params_require_grad.at(0) ? empty_like(weight()) : Tensor();
   Tensor db = ctx.params_require_grad.at(1) ? empty_like(bias()) : Tensor();
+  const Tensor gamma = this->gamma();
   launch_floating<WithBFloat16::Yes>("LayerNorm backward", dy, [&](auto zero) {
     using T = decltype(zero);
     return kernels::LayerNormBackward<T>{saved.input.ptr<T>(),
-                                         weight().ptr<T>(),
+                                         gamma.ptr<T>(),
                                          saved.mean.ptr<compute_t<T>>(),
                                          saved.rstd.ptr<compute_t<T>>(),
                                          dy.ptr<T>(),

@@ -15,7 +15,7 @@ struct LayerNormSaved {
 
 class LayerNorm : public NormOp {
  public:
-  explicit LayerNorm(int64_t features, double eps = 1e-5);
+  explicit LayerNorm(int64_t features, double eps = 1e-5, bool zero_centered_gamma = false);
   Tensor& bias() { return parameter(1); }
 
   Tensor normalize(OpContext& ctx, const Tensor& x, const Tensor& residual, Tensor* sum) override;

@@ -32,17 +32,17 @@ OpForward Linear::op_forward(OpContext& ctx, const Tensor& x, const std::vector<
   return {y, {}};
 }
 
-Tensor Linear::input_grad(const Tensor& dy, const Tensor& weight, const Shape& input_shape) {
-  return math::matmul(dy.view({-1, dy.size(-1)}), false, weight, false).view(input_shape);
+Tensor Linear::input_grad(const Tensor& dy, const Tensor& weight, const Shape& input_shape, double alpha) {
+  return math::matmul(dy.view({-1, dy.size(-1)}), false, weight, false, Tensor(), alpha).view(input_shape);
 }
 
-Tensor Linear::weight_grad(const Tensor& dy, const Tensor& input, Tensor into) {
+Tensor Linear::weight_grad(const Tensor& dy, const Tensor& input, Tensor into, double alpha) {
   const Tensor dy_rows = dy.view({-1, dy.size(-1)}), x_rows = input.view({-1, input.size(-1)});
   const Shape shape{dy.size(-1), input.size(-1)};  // a grad of another shape is refused where it is added
   if (!into.defined() || into.shape() != shape || into.dtype() != dy.dtype() || into.device() != dy.device()) {
-    return math::matmul(dy_rows, true, x_rows, false);
+    return math::matmul(dy_rows, true, x_rows, false, Tensor(), alpha);
   }
-  math::matmul_add_into(into, dy_rows, true, x_rows, false);
+  math::matmul_add_into(into, dy_rows, true, x_rows, false, alpha);
   return into;
 }
 

@@ -28,11 +28,11 @@ class Linear : public BasicOp {
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
 
   // The math, shared with the fused ops that contain a Linear.
-  // dx = dy W, of the input's shape.
-  static Tensor input_grad(const Tensor& dy, const Tensor& weight, const Shape& input_shape);
-  // dW = dy^T x; added into `into` in place and returned as it when `into` is defined and of dW's
-  // dtype and device (the weight's grad_to_accumulate_into), else a new tensor.
-  static Tensor weight_grad(const Tensor& dy, const Tensor& input, Tensor into = Tensor());
+  // dx = alpha dy W, of the input's shape (alpha: a scale that followed the Linear, folded in).
+  static Tensor input_grad(const Tensor& dy, const Tensor& weight, const Shape& input_shape, double alpha = 1);
+  // dW = alpha dy^T x; added into `into` in place and returned as it when `into` is defined and of
+  // dW's dtype and device (the weight's grad_to_accumulate_into), else a new tensor.
+  static Tensor weight_grad(const Tensor& dy, const Tensor& input, Tensor into = Tensor(), double alpha = 1);
   // Fills the context as Linear's backward expects it.
   static void save_for_backward(OpContext& ctx, const Tensor& x, const Tensor& weight);
 

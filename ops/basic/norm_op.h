@@ -8,6 +8,11 @@
 //                                      parameter grads
 //
 // op_forward and op_backward are these without the residual.
+//
+// zero_centered_gamma (TransformerEngine's option): the weight w is stored as gamma - 1, starts at
+// 0, and the norm scales by 1 + w, so weight decay pulls gamma toward 1 instead of 0. The kernels
+// take the scale of the input's dtype, so in bfloat16 1 + w is rounded to bfloat16 before it
+// scales; the weight's grad is the same either way (d(1 + w)/dw = 1).
 #pragma once
 
 #include "ops/basic_op.h"
@@ -20,6 +25,9 @@ class NormOp : public BasicOp {
   int64_t features() const { return features_; }
   double eps() const { return eps_; }
   Tensor& weight() { return parameter(0); }
+  bool zero_centered_gamma() const { return zero_centered_gamma_; }
+  // What the kernels scale by: the weight, or 1 + the weight.
+  Tensor gamma();
 
   virtual Tensor normalize(OpContext& ctx, const Tensor& x, const Tensor& residual, Tensor* sum) = 0;
   virtual OpBackward normalize_backward(OpContext& ctx, const Tensor& dy, const Tensor& residual_grad) = 0;
@@ -32,7 +40,7 @@ class NormOp : public BasicOp {
   }
 
  protected:
-  NormOp(std::string type, int64_t features, double eps);
+  NormOp(std::string type, int64_t features, double eps, bool zero_centered_gamma);
   // x + residual's shape, dtype and device must be x's; returns the sum's buffer (undefined
   // without a residual).
   Tensor sum_buffer(const Tensor& x, const Tensor& residual) const;
@@ -40,6 +48,7 @@ class NormOp : public BasicOp {
  private:
   int64_t features_;
   double eps_;
+  bool zero_centered_gamma_;
 };
 
 }  // namespace fuselab

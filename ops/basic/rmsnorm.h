@@ -14,7 +14,7 @@ struct RMSNormSaved {
 
 class RMSNorm : public NormOp {
  public:
-  explicit RMSNorm(int64_t features, double eps = 1e-6);
+  explicit RMSNorm(int64_t features, double eps = 1e-6, bool zero_centered_gamma = false);
 
   Tensor normalize(OpContext& ctx, const Tensor& x, const Tensor& residual, Tensor* sum) override;
   OpBackward normalize_backward(OpContext& ctx, const Tensor& dy, const Tensor& residual_grad) override;
