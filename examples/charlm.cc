@@ -70,7 +70,7 @@ int train(const Config& c, Communicator& comm) {
 
   Generator gen(uint64_t(c.run.seed));
   Sequential model = charlm_model(c.model, gen);
-  model.set_fusion_switches(!c.run.no_fusion);
+  apply_fusion_flags(model, c.run);
   model.to(device);
   AdamW optimizer(model.parameters(), {c.run.lr, 0.9, 0.99, 1e-8, 0.01});
   DataParallel parallel(model.parameters(), comm);  // one rank: plain backward

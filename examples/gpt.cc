@@ -5,7 +5,7 @@
 //   bazel run -c opt //examples:gpt -- [--arch=gpt2|llama] [--batch=B] [--context=T] [--layers=L]
 //       [--heads=H] [--kv-heads=K] [--width=C] [--tie-embeddings] [--dropout=P] [--accumulate=N]
 //       [--sample=N] and the flags every training program has (examples/training_run.h: --steps,
-//       --lr, --seed, --device, --checkpoint, --resume, --json, ...)
+//       --lr, --seed, --device, --checkpoint, --resume, --json, --recompute, ...)
 //
 // --help lists every flag with its default and its range; docs/training_programs.md says more.
 // Training: AdamW with weight decay on the Linear weight matrices only (as minGPT), a linear
@@ -19,6 +19,7 @@
 #include "data/fortune_reader.h"
 #include "data/text_corpus.h"
 #include "data/window_sampler.h"
+#include "examples/gpt_flags.h"
 #include "examples/language_model.h"
 #include "examples/models.h"
 #include "examples/training_run.h"
@@ -68,14 +69,6 @@ int train(Config c) {
   const Device device = run_device("gpt", c.run);
   check(c.batch % c.accumulate == 0, "gpt: --batch=", c.batch, " does not split evenly into --accumulate=",
         c.accumulate, " micro-batches");
-  check(c.model.width % c.model.heads == 0, "gpt: --width=", c.model.width, " does not split evenly over --heads=",
-        c.model.heads);
-  if (c.model.arch == "llama") {
-    check(c.model.kv_heads == 0 || c.model.heads % c.model.kv_heads == 0, "gpt: --kv-heads=", c.model.kv_heads,
-          " does not divide --heads=", c.model.heads);
-    check(c.model.width / c.model.heads % 2 == 0, "gpt: --arch=llama rotates halves of each head, but --width=",
-          c.model.width, " over --heads=", c.model.heads, " gives heads of odd size ", c.model.width / c.model.heads);
-  }
   const TextCorpus corpus = load_text_corpus(fortune_files(c.corpus));
   check(corpus.train.size(0) >= c.model.context + c.batch, "gpt: the training text of ", c.corpus, " has ",
         corpus.train.size(0), " tokens, too few for --batch=", c.batch, " windows of --context=", c.model.context);
@@ -84,7 +77,7 @@ int train(Config c) {
 
   Generator gen(uint64_t(c.run.seed));
   Sequential model = gpt_model(c.model, gen);
-  model.set_fusion_switches(!c.run.no_fusion);
+  apply_fusion_flags(model, c.run);
   model.to(device);
   const std::vector<ParamGroup> groups = gpt_decay_groups(model, c.weight_decay);
   AdamW optimizer(groups, {c.run.lr, 0.9, 0.95, 1e-8});
@@ -133,19 +126,8 @@ int main(int argc, char** argv) {
     Config c;
     c.run.steps = 1500, c.run.lr = 2e-3;
     add_run_flags(flags, c.run);
-    flags.add("arch", c.model.arch, "the block: gpt2 (LayerNorm, learned positions, GELU MLP) or llama (RMSNorm, "
-              "rotary positions, grouped-query attention, SwiGLU MLP, no biases)");
-    flags.add("kv-heads", c.model.kv_heads, "llama: key and value heads, a divisor of --heads (0: --heads / 2 "
-              "when even, else --heads)", {0, 256});
-    flags.add("rope-theta", c.model.rope_theta, "llama: the rotary embedding's base", {1, 1e9});
-    flags.add("tie-embeddings", c.model.tie_embeddings, "the LM head's weight is the token embedding's table "
-              "(one parameter, both grads added into it)");
+    add_gpt_model_flags(flags, c.model);
     flags.add("batch", c.batch, "windows per step", {1, 1 << 16});
-    flags.add("context", c.model.context, "characters the model attends over (the window length)", {1, 4096});
-    flags.add("layers", c.model.layers, "transformer blocks", {0, 64});
-    flags.add("heads", c.model.heads, "attention heads (they split --width)", {1, 256});
-    flags.add("width", c.model.width, "model width (embedding and residual stream)", {1, 8192});
-    flags.add("dropout", c.model.dropout, "dropout probability on the attention probabilities", {0, 0.9});
     flags.add("weight-decay", c.weight_decay, "AdamW's decoupled weight decay of the Linear weight matrices (none "
               "on biases, LayerNorms and embeddings)", {0, 1});
     flags.add("accumulate", c.accumulate, "micro-batches per step, their grads summed (they split --batch)",
@@ -156,9 +138,7 @@ int main(int argc, char** argv) {
     flags.add("temperature", c.temperature, "sampling temperature (0: always the most likely character)", {0, 100});
     if (!flags.parse(argc, argv)) return 0;
     check_run_flags("gpt", flags, c.run);
-    check(c.model.arch == "gpt2" || c.model.arch == "llama", "gpt: --arch=", c.model.arch, " is not gpt2 or llama");
-    check(c.model.arch == "llama" || (c.model.kv_heads == 0 && c.model.rope_theta == 10000), "gpt: --kv-heads and "
-          "--rope-theta are llama's; add --arch=llama");
+    check_gpt_model_flags(c.model);
     check(c.val_tokens != 1, "--val-tokens: 1 token has nothing to predict; give 0 (all of them) or at least 2");
     return train(c);
   });

@@ -23,6 +23,7 @@ expect_error "--val-tokens: 1 token has nothing to predict" "$gpt" "${small[@]}"
 expect_error "unknown flag --widht" "$gpt" "${small[@]}" --widht=3
 expect_error "--resume needs --checkpoint" "$gpt" "${small[@]}" --resume
 expect_error "--device must be cpu or cuda, got tpu" "$gpt" "${small[@]}" --device=tpu
+expect_error "--recompute must be none, mlp, norms or block, got blocks" "$gpt" "${small[@]}" --recompute=blocks
 expect_error "fortune_files $dir/none: no such folder" "$gpt" "${small[@]}" --corpus="$dir/none"
 expect_error "fortune_files $dir/empty: holds no fortune files" "$gpt" "${small[@]}" --corpus="$dir/empty"
 expect_error "--width=30 does not split evenly over --heads=4" "$gpt" "${small[@]}" --width=30 --heads=4

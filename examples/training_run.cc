@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "fuser/registry.h"
 #include "ops/basic/dropout.h"
+#include "ops/fused/recompute.h"
 #include "optim/anomaly.h"
 #include "optim/clip.h"
 #include "optim/schedule.h"
@@ -73,6 +75,9 @@ void add_run_flags(Flags& flags, RunFlags& run) {
   flags.add("lr", run.lr, "peak learning rate of the schedule (with --resume the checkpoint's lr wins)", {1e-9, 10});
   flags.add("seed", run.seed, "seed of the data order, the initialization, dropout and the sampling", {0, INT64_MAX});
   flags.add("no-fusion", run.no_fusion, "run the model unfused");
+  flags.add("recompute", run.recompute, "activations to recompute in backward instead of keeping: none, mlp (the "
+            "MLP branch), norms (each norm and the Linear it feeds) or block (every run of ops between the "
+            "residual adds and the attention)");
   flags.add("device", run.device, "cpu or cuda");
   flags.add("checkpoint", run.checkpoint, "folder to save the training state in (none: no checkpoints)");
   flags.add("checkpoint-every", run.checkpoint_every, "steps between checkpoints", {1, 1'000'000'000});
@@ -88,6 +93,20 @@ void check_run_flags(const std::string& program, const Flags& flags, RunFlags& r
   check_different_files("json", run.json, "loss-log", run.loss_log);
   check_in_range("stop-after", run.stop_after, {1, run.steps});
   check(!run.resume || !run.checkpoint.empty(), program, ": --resume needs --checkpoint=DIR to resume from");
+  check(run.recompute == "none" || run.recompute == "mlp" || run.recompute == "norms" || run.recompute == "block",
+        program, ": --recompute must be none, mlp, norms or block, got ", run.recompute);
+}
+
+void apply_fusion_flags(Sequential& model, const RunFlags& run) {
+  model.set_fusion_switches(!run.no_fusion);
+  if (const std::optional<RecomputeScope> scope = parse_recompute_scope(run.recompute)) {
+    // Registered once for the process, as a user's fusion is.
+    const FusionDefinition fusion = recompute_fusion(*scope);
+    const std::vector<std::string> names = registered_fusion_names();
+    if (std::find(names.begin(), names.end(), fusion.name) == names.end()) {
+      register_forward_backward_fusion(fusion.name, fusion.fn);
+    }
+  }
 }
 
 Device run_device(const std::string& program, const RunFlags& run) {

@@ -33,6 +33,7 @@ struct RunFlags {
   bool no_fusion = false, resume = false, detect_anomaly = false;
   bool lr_given = false;  // --lr was on the command line (a resumed run says it keeps the checkpoint's)
   std::string device = "cpu", checkpoint, json, loss_log;
+  std::string recompute = "none";  // none, mlp, norms or block (ops/fused/recompute.h)
 };
 
 // Declares the shared flags, their current values the defaults --help shows.
@@ -40,6 +41,9 @@ void add_run_flags(Flags& flags, RunFlags& run);
 // After Flags::parse: --stop-after defaults to --steps and must not pass it; --resume needs
 // --checkpoint; --json and --loss-log must be two files.
 void check_run_flags(const std::string& program, const Flags& flags, RunFlags& run);
+// --no-fusion and --recompute: the model's fusion switches, and the recompute fusion chosen,
+// registered for the process as a user fusion is (the same choice for every model of the program).
+void apply_fusion_flags(Sequential& model, const RunFlags& run);
 // --device as a Device; throws unless it is cpu, or cuda on a machine with a CUDA device.
 Device run_device(const std::string& program, const RunFlags& run);
 
