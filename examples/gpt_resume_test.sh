@@ -3,11 +3,14 @@
 # every step, to the last printed digit, with dropout on (the checkpoint holds its generators)
 # and the optimizer's two parameter groups (decayed and not) restored; once with one batch a step
 # and once with two micro-batches a step (--accumulate=2, a Dropout mask per micro-batch).
+#   gpt_resume_test.sh GPT DECAYED,TENSORS [ARCH FLAGS...]
 set -euo pipefail
 gpt="$1"
+decay="${2/,/ of }"  # the parameter tensors in the decayed group: "5,18" reads "5 of 18"
+shift 2
 source "$(dirname "$0")/require_fortunes.sh"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
-common=(--steps=30 --batch=8 --context=16 --width=32 --heads=2 --layers=1 --dropout=0.1 --seed=3 --sample=0 --val-tokens=2000)
+common=(--steps=30 --batch=8 --context=16 --width=32 --heads=2 --layers=1 --dropout=0.1 --seed=3 --sample=0 --val-tokens=2000 "$@")
 
 for accumulate in 1 2; do
   run=("${common[@]}" --accumulate=$accumulate)
@@ -16,9 +19,9 @@ for accumulate in 1 2; do
   "$gpt" "${run[@]}" --stop-after=15 --checkpoint="$dir/ckpt" --checkpoint-every=5 --loss-log="$dir/resumed.txt" > /dev/null
   "$gpt" "${run[@]}" --checkpoint="$dir/ckpt" --checkpoint-every=5 --resume --loss-log="$dir/resumed.txt" > "$dir/out.txt"
   grep -q "resumed from .* at step 15" "$dir/out.txt"
-  # 1 layer: 4 Linear weights and the head's decay; both embeddings, 12 of the block's parameters
-  # (biases and LayerNorms), the final LayerNorm's 2 and the head's bias do not.
-  grep -q "weight decay 0.01 on 5 of 18 parameter tensors" "$dir/out.txt"
+  # 1 layer: 4 Linear weights and the head's decay (GPT-2: both embeddings, 12 of the block's
+  # parameters, the final LayerNorm's 2 and the head's bias do not; llama: the embedding and 3 RMSNorms).
+  grep -q "weight decay 0.01 on $decay parameter tensors" "$dir/out.txt"
   if ! diff "$dir/straight.txt" "$dir/resumed.txt"; then
     echo "FAIL: with --accumulate=$accumulate the resumed run's losses differ from the uninterrupted run's"
     exit 1
