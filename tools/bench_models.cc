@@ -9,6 +9,7 @@
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
+#include "ops/basic/rotary_embedding.h"
 #include "tensor/factories.h"
 
 namespace fuselab::bench {
@@ -149,21 +150,36 @@ BenchModel gpt() {
   return m;
 }
 
-// Attention alone on qkv [batch, tokens, 3 hidden] (requiring grad): AttentionScores, Softmax,
-// Dropout(0), AttentionValues, qkv on a channel; --hidden is heads x head_dim.
+// The attention bench's heads: --heads over --kv-heads (0: as many as --heads).
+AttentionHeads bench_heads(const ModelSizes& s) {
+  const int64_t heads = s.extra.at("heads"), kv_heads = s.extra.at("kv-heads");
+  check(s.hidden % heads == 0, "bench: --hidden ", s.hidden, " is not a multiple of --heads ", heads);
+  check(kv_heads == 0 || heads % kv_heads == 0, "bench: --kv-heads ", kv_heads, " does not divide --heads ", heads);
+  return {heads, kv_heads == 0 ? heads : kv_heads};
+}
+
+// Attention alone on qkv [batch, tokens, (heads + 2 kv_heads) head_dim] (requiring grad): with
+// --rope 1 a RotaryEmbedding first, then AttentionScores, Softmax, Dropout(0), AttentionValues, qkv
+// on a channel; --hidden is heads x head_dim.
 BenchModel attention() {
   BenchModel m{"attention", 256,
                {{"batch", "attention: sequences per batch (--tokens is their length)", 4, {1, 1 << 16}},
                 {"heads", "attention: heads (--hidden must be a multiple)", 4, {1, 1024}},
+                {"kv-heads", "attention: key and value heads, a divisor of --heads (0: --heads)", 0, {0, 1024}},
+                {"rope", "attention: 1 to rotate q and k first (RotaryEmbedding), 0 not", 0, {0, 1}},
                 {"causal", "attention: 1 for causal, 0 for not", 1, {0, 1}}},
                nullptr, nullptr, nullptr};
   m.build = [](const ModelSizes& s, Generator&) {
-    const int64_t heads = s.extra.at("heads");
-    check(s.hidden % heads == 0, "bench: --hidden ", s.hidden, " is not a multiple of --heads ", heads);
-    return Sequential(attention_ops(heads, s.extra.at("causal") == 1, 0.0, 0));
+    const AttentionHeads heads = bench_heads(s);
+    Sequential seq;
+    if (s.extra.at("rope") == 1) seq.append(std::make_shared<RotaryEmbedding>(heads));
+    seq.append(attention_ops(heads, s.extra.at("causal") == 1, 0.0, 0));
+    return seq;
   };
   m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
-    Tensor qkv = randn({s.extra.at("batch"), s.tokens, 3 * s.hidden}, dtype, &gen).to(device);
+    const AttentionHeads heads = bench_heads(s);
+    const int64_t qkv_width = heads.columns() * (s.hidden / heads.heads);
+    Tensor qkv = randn({s.extra.at("batch"), s.tokens, qkv_width}, dtype, &gen).to(device);
     qkv.set_requires_grad(true);
     return Batch{qkv, {}, mse_against_random_target({s.extra.at("batch"), s.tokens, s.hidden}, dtype, device, gen)};
   };

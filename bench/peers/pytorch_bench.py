@@ -104,16 +104,36 @@ class NormBlock(torch.nn.Module):
         return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight, h
 
 
-class MathAttention(torch.nn.Module):
-    """Eager attention over qkv [B, T, 3C] = [q | k | v]: softmax(q k^T / sqrt(d)) v per head."""
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
 
-    def __init__(self, heads, causal):
+
+def rotary(q, k, theta=10000.0):
+    """Hugging Face Llama's apply_rotary_pos_emb on q and k [B, heads, T, d], positions 0..T-1."""
+    t, d = q.shape[-2], q.shape[-1]
+    inv_freq = 1.0 / (theta ** (torch.arange(0, d, 2, device=q.device, dtype=torch.float32) / d))
+    freqs = torch.outer(torch.arange(t, device=q.device, dtype=torch.float32), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos().to(q.dtype), emb.sin().to(q.dtype)
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+class MathAttention(torch.nn.Module):
+    """Eager attention over qkv [B, T, (H + 2 KV) d] = [q | k | v]: softmax(q k^T / sqrt(d)) v per head,
+    each key and value head shared by H / KV query heads, q and k rotated first with rope."""
+
+    def __init__(self, heads, causal, kv_heads=None, rope=False):
         super().__init__()
-        self.heads, self.causal = heads, causal
+        self.heads, self.causal, self.rope = heads, causal, rope
+        self.kv_heads = kv_heads or heads
 
     def split(self, qkv):
-        b, t, c3 = qkv.shape
-        return qkv.view(b, t, 3, self.heads, c3 // (3 * self.heads)).permute(2, 0, 3, 1, 4).unbind(0)
+        b, t, width = qkv.shape
+        d = width // (self.heads + 2 * self.kv_heads)
+        q, k, v = qkv.split([self.heads * d, self.kv_heads * d, self.kv_heads * d], dim=-1)
+        q, k, v = (x.view(b, t, -1, d).transpose(1, 2) for x in (q, k, v))
+        return rotary(q, k) + (v,) if self.rope else (q, k, v)
 
     def merge(self, y):
         b, h, t, d = y.shape
@@ -121,6 +141,8 @@ class MathAttention(torch.nn.Module):
 
     def forward(self, qkv, _):
         q, k, v = self.split(qkv)
+        group = self.heads // self.kv_heads
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
         if self.causal:
             t = s.shape[-1]
@@ -134,7 +156,8 @@ class SdpaAttention(MathAttention):
 
     def forward(self, qkv, _):
         q, k, v = self.split(qkv)
-        return self.merge(F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)), None
+        gqa = {"enable_gqa": True} if self.kv_heads != self.heads else {}
+        return self.merge(F.scaled_dot_product_attention(q, k, v, is_causal=self.causal, **gqa)), None
 
 
 class GptBlock(torch.nn.Module):
@@ -182,6 +205,8 @@ def main():
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--batch", type=int, default=4, help="attention: sequences per batch")
     parser.add_argument("--heads", type=int, default=4, help="attention: heads (--hidden a multiple)")
+    parser.add_argument("--kv-heads", type=int, default=0, help="attention: key and value heads (0: --heads)")
+    parser.add_argument("--rope", type=int, default=0, choices=[0, 1], help="attention: 1 to rotate q and k first")
     parser.add_argument("--causal", type=int, default=1, choices=[0, 1], help="attention: 1 for causal")
     parser.add_argument("--gpt-context", type=int, default=64, help="gpt: tokens per window (--tokens windows)")
     parser.add_argument("--layers", type=int, default=3, help="gpt: transformer blocks")
@@ -203,9 +228,13 @@ def main():
     if args.model == "attention":
         if args.hidden % args.heads:
             parser.error(f"--hidden {args.hidden} is not a multiple of --heads {args.heads}")
-        sizes = {"batch": args.batch, "causal": args.causal, "heads": args.heads}
-        eager = MathAttention(args.heads, bool(args.causal))
-        x = torch.randn(args.batch, args.tokens, 3 * args.hidden, device=args.device, dtype=dtype, requires_grad=True)
+        kv_heads = args.kv_heads or args.heads
+        if args.heads % kv_heads:
+            parser.error(f"--kv-heads {kv_heads} does not divide --heads {args.heads}")
+        sizes = {"batch": args.batch, "causal": args.causal, "heads": args.heads, "kv-heads": kv_heads, "rope": args.rope}
+        eager = MathAttention(args.heads, bool(args.causal), kv_heads, bool(args.rope))
+        width = (args.heads + 2 * kv_heads) * (args.hidden // args.heads)
+        x = torch.randn(args.batch, args.tokens, width, device=args.device, dtype=dtype, requires_grad=True)
         residual = None
     elif args.model == "gpt":
         sizes = {"gpt-context": args.gpt_context, "gpt-heads": args.gpt_heads, "layers": args.layers}
@@ -265,7 +294,7 @@ def main():
     unfused_fwd, unfused_fwd_bwd, unfused_step = measure(eager, eager.parameters())
     sdpa_fwd = sdpa_fwd_bwd = None
     if args.model in ("attention", "gpt") and hasattr(F, "scaled_dot_product_attention"):
-        sdpa = gpt(SdpaAttention) if args.model == "gpt" else SdpaAttention(args.heads, bool(args.causal))
+        sdpa = gpt(SdpaAttention) if args.model == "gpt" else SdpaAttention(args.heads, bool(args.causal), kv_heads, bool(args.rope))
         sdpa_fwd, sdpa_fwd_bwd, _ = measure(sdpa, sdpa.parameters())
     fused_fwd = fused_fwd_bwd = fused_step = None
     compile_error = None if hasattr(torch, "compile") else f"torch {torch.__version__} has no torch.compile"
