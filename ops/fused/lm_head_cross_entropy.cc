@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "autograd/tape.h"
 #include "kernels/matmul.h"
 #include "ops/basic/cross_entropy.h"
 #include "ops/basic/linear.h"
@@ -15,20 +14,25 @@
 namespace fuselab {
 namespace {
 
-// A chunk's logits x_c W^T, written into `logits` (a buffer kept across chunks, so that no chunk
-// allocates).
-void chunk_logits(const Tensor& x_chunk, const Tensor& weight, const Tensor& logits) {
-  launch_floating("LMHeadCrossEntropy logits", x_chunk, [&](auto zero) {
+// out = op(a) op(b), or out += op(a) op(b) when `accumulate`, written in place (out may be a slice
+// of a larger tensor, or a buffer kept across chunks, so that no chunk allocates).
+void gemm_into(const Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
+               bool accumulate) {
+  const int64_t m = transpose_a ? a.size(1) : a.size(0), k = transpose_a ? a.size(0) : a.size(1);
+  const int64_t n = transpose_b ? b.size(0) : b.size(1);
+  launch_floating("LMHeadCrossEntropy", a, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::Matmul<T>{false,          true,          1, x_chunk.size(0), weight.size(0), weight.size(1),
-                              x_chunk.ptr<T>(), weight.ptr<T>(), nullptr, logits.ptr<T>()};
+    return kernels::Matmul<T>{transpose_a, transpose_b, 1, m, n, k, a.ptr<T>(), b.ptr<T>(),
+                              accumulate ? out.ptr<T>() : nullptr, out.ptr<T>()};
   });
 }
 
-// The rows [start, end) of every chunk, in order.
-template <class Body>
-void for_each_chunk(int64_t rows, int64_t chunk, Body&& body) {
-  for (int64_t start = 0; start < rows; start += chunk) body(start, std::min(rows, start + chunk));
+// max(counted, 1) on the device, exactly, for a count of rows: counted + relu(1 - counted). Over no
+// counted row the grad sums are all zero, and dividing them by 1 keeps them so.
+Tensor at_least_one(const Tensor& counted) {
+  const Tensor one = full({}, 1.0, counted.dtype(), counted.device());
+  return math::binary(math::BinaryOp::Add, counted,
+                      math::activation(math::Activation::ReLU, math::binary(math::BinaryOp::Sub, one, counted)));
 }
 
 }  // namespace
@@ -49,46 +53,44 @@ FusedForward LMHeadCrossEntropy::fuser_forward(const std::vector<OpContext*>& ct
   const Tensor labels = loss.checked_labels(extra_inputs.at(1).at(0), logits_shape, x.dtype(), x.device());
   const Tensor rows = x.view({-1, linear.in_features()}), weight = linear.weight();
   const int64_t n = rows.size(0), chunk = std::min(n, chunk_rows(linear.out_features(), x.dtype()));
+  const std::vector<bool>& params = ctxs[0]->params_require_grad;
+  const bool wants_dx = ctxs[0]->input_requires_grad, wants_dw = !params.empty() && params[0];
 
   const math::CrossEntropyRows terms = math::CrossEntropyRows::empty(n, x.dtype(), x.device());
   const Tensor logits = empty({std::max<int64_t>(chunk, 1), linear.out_features()}, x.dtype(), x.device());
-  for_each_chunk(n, chunk, [&](int64_t start, int64_t end) {
-    const Tensor z = logits.slice(0, end - start);
-    chunk_logits(rows.slice(start, end), weight, z);
-    math::cross_entropy_rows(z, labels.slice(start, end), loss.ignore_index(), terms.slice(start, end));
-  });
-  const math::CrossEntropyMean mean = math::cross_entropy_mean(terms);
-  if (ctxs[0]->requires_backward() || ctxs[1]->requires_backward()) {
-    ctxs[0]->save<LMHeadCrossEntropySaved>() = {rows, weight, labels, terms.lse, mean.counted, x.shape()};
+  const Tensor one = full({}, 1.0, x.dtype(), x.device());  // g unscaled: dloss / counted enters in backward
+  Tensor gx = wants_dx ? empty(rows.shape(), x.dtype(), x.device()) : Tensor();
+  Tensor gw = wants_dw ? empty(weight.shape(), x.dtype(), x.device()) : Tensor();
+  for (int64_t start = 0; start < n; start += chunk) {
+    const int64_t end = std::min(n, start + chunk);
+    const Tensor z = logits.slice(0, end - start), x_chunk = rows.slice(start, end);
+    const Tensor labels_chunk = labels.slice(start, end);
+    const math::CrossEntropyRows terms_chunk = terms.slice(start, end);
+    gemm_into(z, x_chunk, false, weight, true, false);
+    math::cross_entropy_rows(z, labels_chunk, loss.ignore_index(), terms_chunk);
+    if (!wants_dx && !wants_dw) continue;
+    math::cross_entropy_rows_backward(z, labels_chunk, terms_chunk.lse, one, one, loss.ignore_index(), z);
+    if (wants_dx) gemm_into(gx.slice(start, end), z, false, weight, false, false);
+    if (wants_dw) gemm_into(gw, z, true, x_chunk, false, /*accumulate=*/start > 0);
   }
+  if (wants_dw && n == 0) gw = zeros(weight.shape(), x.dtype(), x.device());
+  const math::CrossEntropyMean mean = math::cross_entropy_mean(terms);
+  if (wants_dx || wants_dw) ctxs[0]->save<LMHeadCrossEntropySaved>() = {gx, gw, mean.counted, x.shape()};
   return {mean.loss, TensorLists(basic_ops().size())};
 }
 
 FusedBackward LMHeadCrossEntropy::fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dloss,
                                                  const TensorLists&) {
   const LMHeadCrossEntropySaved& s = ctxs[0]->saved<LMHeadCrossEntropySaved>(describe());
-  const int64_t ignore_index = op<CrossEntropy>(1).ignore_index();
-  const int64_t n = s.input.size(0), chunk = std::min(n, chunk_rows(s.weight.size(0), s.input.dtype()));
-  const bool wants_dx = ctxs[0]->input_requires_grad, wants_dw = ctxs[0]->params_require_grad.at(0);
-  Tensor dx = wants_dx ? zeros(s.input.shape(), s.input.dtype(), s.input.device()) : Tensor();
-  // dW starts as the weight's grad so far when nothing else sees it (gradient accumulation), as in Linear.
-  Tensor dw = wants_dw ? grad_to_accumulate_into(s.weight) : Tensor();
-  const Tensor logits = empty({std::max<int64_t>(chunk, 1), s.weight.size(0)}, s.input.dtype(), s.input.device());
-  for_each_chunk(wants_dx || wants_dw ? n : 0, chunk, [&](int64_t start, int64_t end) {
-    const Tensor x_chunk = s.input.slice(start, end), dz = logits.slice(0, end - start);
-    chunk_logits(x_chunk, s.weight, dz);
-    math::cross_entropy_rows_backward(dz, s.labels.slice(start, end), s.lse.slice(start, end), dloss, s.counted,
-                                      ignore_index, dz);
-    if (wants_dx) {
-      Tensor dx_chunk = dx.slice(start, end);
-      math::matmul_add_into(dx_chunk, dz, false, s.weight, false);
-    }
-    if (wants_dw) dw = Linear::weight_grad(dz, x_chunk, dw);
-  });
+  const Tensor scale = math::binary(math::BinaryOp::Div, dloss, at_least_one(s.counted), describe().c_str());
+  auto scaled = [&](const Tensor& sum) {
+    return sum.defined() ? math::binary(math::BinaryOp::Mul, sum, scale, describe().c_str()) : Tensor();
+  };
+  const Tensor dx = scaled(s.input_grad_sum);
   TensorLists grad_extra_inputs(basic_ops().size()), grad_params(basic_ops().size());
   grad_extra_inputs[1] = {Tensor()};  // labels get no grad
-  grad_params[0] = {dw};
-  return {wants_dx ? dx.view(s.input_shape) : Tensor(), grad_extra_inputs, grad_params};
+  grad_params[0] = {scaled(s.weight_grad_sum)};
+  return {dx.defined() ? dx.view(s.input_shape) : Tensor(), grad_extra_inputs, grad_params};
 }
 
 namespace {

@@ -3,13 +3,18 @@
 //
 // The forward takes the rows (tokens) a chunk at a time, with chunks sized so that one chunk's
 // logits take at most kChunkLogitsBytes: each chunk's logits z = x_c W^T come from one GEMM, then
-// the loss terms lse(z_r) - z_r[label_r] (max-subtracted, kernels/softmax.h). It saves the input,
-// the weight, the labels and the per-row log-sum-exp only. The backward recomputes each chunk's
-// logits, turns them in place into
-//   dz = (softmax(z) - onehot(label)) dloss / counted    (0 on ignored rows)
-// and adds up dx_c = dz W and dW += dz^T x_c chunk by chunk. At 8192 tokens and a vocabulary of
-// 8192 in float32 the unfused pair holds 256 MiB of logits (and as much again for their grad);
-// this op holds one 16 MiB chunk. The loss is the CrossEntropy op's, to the rounding of the sums.
+// the loss terms lse(z_r) - z_r[label_r] (max-subtracted, kernels/softmax.h). When a backward will
+// run, the forward goes on with the chunk while its logits are at hand, since the loss is a scalar
+// that ends the graph and its grad only scales what follows:
+//   g = softmax(z) - onehot(label)   (in place; 0 on ignored rows)
+//   Gx_c = g W,   GW += g^T x_c
+// and the backward is dx = Gx s, dW = GW s with s = dloss / counted. Recomputing the logits in the
+// backward instead, as FlashAttention does its scores, would add a fourth GEMM of the same size to
+// the three the unfused pair runs (a third more work); holding Gx and GW (the sizes of x and W)
+// from forward to backward costs far less than that. At 8192 tokens and a vocabulary of 8192 in
+// float32 the unfused pair holds 256 MiB of logits and as much again for their grad; this op, one
+// 16 MiB chunk. The loss and grads are the CrossEntropy op's, to the rounding of the sums: NaN
+// over no counted row, with all grads 0.
 #pragma once
 
 #include <cstdint>
@@ -20,21 +25,17 @@
 namespace fuselab {
 
 struct LMHeadCrossEntropySaved {
-  Tensor input;    // [rows, in]
-  Tensor weight;   // [vocab, in]
-  Tensor labels;   // [rows]
-  Tensor lse;      // [rows]
-  Tensor counted;  // the number of counted rows, a scalar on the device
+  Tensor input_grad_sum;   // Gx [rows, in], undefined when the input needs no grad
+  Tensor weight_grad_sum;  // GW [vocab, in], undefined when the weight needs no grad
+  Tensor counted;          // the number of counted rows, a scalar on the device
   Shape input_shape;
-  NamedTensors tensors() const {
-    return {{"input", input}, {"weight", weight}, {"labels", labels}, {"lse", lse}};
-  }
+  NamedTensors tensors() const { return {{"input_grad_sum", input_grad_sum}, {"weight_grad_sum", weight_grad_sum}}; }
 };
 
 class LMHeadCrossEntropy : public FusedOp {
  public:
-  // The most bytes of logits one chunk makes: large enough that each chunk's GEMM runs at full
-  // speed (512 rows of a 8192 float32 vocabulary), small enough to stay far below the unfused logits.
+  // The most bytes of logits one chunk makes: large enough that each chunk's GEMMs run at full
+  // speed (512 rows of a float32 vocabulary of 8192), small enough to stay far below the logits.
   static constexpr int64_t kChunkLogitsBytes = int64_t(16) << 20;
   // Rows per chunk for a vocabulary in `dtype`: at least one.
   static int64_t chunk_rows(int64_t vocab, DType dtype);
