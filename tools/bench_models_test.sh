@@ -73,6 +73,6 @@ expect_error "--blocks is a size of --model charlm, not of --model mlp_block" --
 expect_error "--features is a size of --model classify, not of --model charlm" --model charlm --features 3
 expect_error "--context: 0 is outside [1, 32]" --model charlm --context 0
 expect_error "--per-fusion times one shape" --model charlm --per-fusion --sweep
-"$bench" --help | grep -qF "one of mlp_block, norm_block, charlm, classify, mnist_mlp, custom_fusion, gpt, attention, rmsnorm" ||
+"$bench" --help | grep -qF "one of mlp_block, norm_block, charlm, classify, mnist_mlp, custom_fusion, gpt, attention, lm_head, rmsnorm" ||
   { echo "FAIL: --help does not list the models"; exit 1; }
 echo PASS
