@@ -47,6 +47,17 @@ void cross_entropy_rows(const Tensor& logits, const Tensor& labels, int64_t igno
   });
 }
 
+void cross_entropy_rows_and_grad(const Tensor& logits, const Tensor& labels, int64_t ignore_index,
+                                 const CrossEntropyRows& into) {
+  kernels::IndexFault* fault = index_fault_record(logits.device());
+  launch_floating("cross_entropy", logits, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::CrossEntropyForwardGrad<T>{logits.ptr<T>(),    labels.ptr<int64_t>(),  into.lse.ptr<T>(),
+                                               into.loss.ptr<T>(), into.counted.ptr<T>(), logits.size(0),
+                                               logits.size(1),     ignore_index,          fault};
+  });
+}
+
 CrossEntropyMean cross_entropy_mean(const CrossEntropyRows& rows) {
   const Tensor counted = sum_to(rows.counted, Broadcast::Scalar, {});
   return {binary(BinaryOp::Div, sum_to(rows.loss, Broadcast::Scalar, {}), counted, "cross_entropy"), counted};

@@ -31,6 +31,12 @@ struct CrossEntropyRows {
 void cross_entropy_rows(const Tensor& logits, const Tensor& labels, int64_t ignore_index,
                         const CrossEntropyRows& into);
 
+// cross_entropy_rows, and in the same pass over each row `logits` overwritten with
+// softmax(logits) - onehot(label), 0 on ignored rows: the logits' grad before dloss / counted, for
+// a caller whose loss ends the graph (kernels/softmax.h, CrossEntropyForwardGrad).
+void cross_entropy_rows_and_grad(const Tensor& logits, const Tensor& labels, int64_t ignore_index,
+                                 const CrossEntropyRows& into);
+
 // The loss, sum loss / sum counted, and the count, both scalars on the device. Over no counted row
 // the mean is 0 / 0: NaN, as in PyTorch, so that a batch with nothing to learn from shows up in the
 // loss instead of reading as a perfect 0 (the grads are all zero then).

@@ -58,7 +58,6 @@ FusedForward LMHeadCrossEntropy::fuser_forward(const std::vector<OpContext*>& ct
 
   const math::CrossEntropyRows terms = math::CrossEntropyRows::empty(n, x.dtype(), x.device());
   const Tensor logits = empty({std::max<int64_t>(chunk, 1), linear.out_features()}, x.dtype(), x.device());
-  const Tensor one = full({}, 1.0, x.dtype(), x.device());  // g unscaled: dloss / counted enters in backward
   Tensor gx = wants_dx ? empty(rows.shape(), x.dtype(), x.device()) : Tensor();
   Tensor gw = wants_dw ? empty(weight.shape(), x.dtype(), x.device()) : Tensor();
   for (int64_t start = 0; start < n; start += chunk) {
@@ -67,9 +66,11 @@ FusedForward LMHeadCrossEntropy::fuser_forward(const std::vector<OpContext*>& ct
     const Tensor labels_chunk = labels.slice(start, end);
     const math::CrossEntropyRows terms_chunk = terms.slice(start, end);
     gemm_into(z, x_chunk, false, weight, true, false);
-    math::cross_entropy_rows(z, labels_chunk, loss.ignore_index(), terms_chunk);
-    if (!wants_dx && !wants_dw) continue;
-    math::cross_entropy_rows_backward(z, labels_chunk, terms_chunk.lse, one, one, loss.ignore_index(), z);
+    if (!wants_dx && !wants_dw) {
+      math::cross_entropy_rows(z, labels_chunk, loss.ignore_index(), terms_chunk);
+      continue;
+    }
+    math::cross_entropy_rows_and_grad(z, labels_chunk, loss.ignore_index(), terms_chunk);  // z becomes g
     if (wants_dx) gemm_into(gx.slice(start, end), z, false, weight, false, false);
     if (wants_dw) gemm_into(gw, z, true, x_chunk, false, /*accumulate=*/start > 0);
   }

@@ -6,7 +6,7 @@
 // the loss terms lse(z_r) - z_r[label_r] (max-subtracted, kernels/softmax.h). When a backward will
 // run, the forward goes on with the chunk while its logits are at hand, since the loss is a scalar
 // that ends the graph and its grad only scales what follows:
-//   g = softmax(z) - onehot(label)   (in place; 0 on ignored rows)
+//   g = softmax(z) - onehot(label)   (in place, in the loss terms' pass over each row; 0 on ignored rows)
 //   Gx_c = g W,   GW += g^T x_c
 // and the backward is dx = Gx s, dW = GW s with s = dloss / counted. Recomputing the logits in the
 // backward instead, as FlashAttention does its scores, would add a fourth GEMM of the same size to
