@@ -90,6 +90,8 @@ FusedBackward LMHeadCrossEntropy::fuser_backward(const std::vector<OpContext*>& 
   const Tensor dx = scaled(s.input_grad_sum);
   TensorLists grad_extra_inputs(basic_ops().size()), grad_params(basic_ops().size());
   grad_extra_inputs[1] = {Tensor()};  // labels get no grad
+  // dW is GW scaled by a scalar on the device: a pass of its own in any case, so it is not added into
+  // a grad accumulated before (grad_to_accumulate_into); backward() adds the two, as for any grad.
   grad_params[0] = {scaled(s.weight_grad_sum)};
   return {dx.defined() ? dx.view(s.input_shape) : Tensor(), grad_extra_inputs, grad_params};
 }
