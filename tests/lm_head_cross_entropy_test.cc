@@ -1,12 +1,13 @@
-// LMHeadCrossEntropy: the output Linear and its CrossEntropy fused. It fires, agrees with the unfused
-// pair on the loss and every grad (ignored rows, a last chunk shorter than the others, a weight tied
-// to the token embedding, no counted row), and holds far fewer bytes than the logits.
+// LMHeadCrossEntropy: the output Linear (and Bias) and its CrossEntropy fused. It fires, agrees with
+// the unfused ops on the loss and every grad (ignored rows, a last chunk shorter than the others, a
+// bias, a weight tied to the token embedding, no counted row), and holds far fewer bytes than the logits.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "autograd/tape.h"
 #include "fuser/sequential.h"
+#include "ops/basic/bias.h"
 #include "ops/basic/cross_entropy.h"
 #include "ops/basic/embedding.h"
 #include "ops/basic/linear.h"
@@ -33,6 +34,9 @@ Tensor labels_for(int64_t batch, int64_t tokens) {
 struct Head {
   std::shared_ptr<Linear> linear = std::make_shared<Linear>(kWidth, kVocab);
   Sequential seq{linear, std::make_shared<CrossEntropy>()};
+  explicit Head(bool with_bias = false) {
+    if (with_bias) seq.insert(1, std::make_shared<Bias>(kVocab, 0.5));
+  }
 };
 
 TEST(LMHeadCrossEntropy, FiresOnALinearBeforeACrossEntropy) {
@@ -45,11 +49,12 @@ TEST(LMHeadCrossEntropy, FiresOnALinearBeforeACrossEntropy) {
 
 // 70 rows: in float64 chunks of 32, 32 and 6; in float32 of 64 and 6.
 TEST(LMHeadCrossEntropy, MatchesUnfusedOverChunksWithIgnoredRows) {
-  for (DType dtype : {DType::Float64, DType::Float32}) {
-    SCOPED_TRACE(dtype_name(dtype));
+  for (const auto& [dtype, with_bias] : {std::pair{DType::Float64, false}, std::pair{DType::Float32, false},
+                                         std::pair{DType::Float64, true}}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)) + (with_bias ? " with a bias" : ""));
     const int64_t chunk = LMHeadCrossEntropy::chunk_rows(kVocab, dtype);
     ASSERT_EQ(chunk, dtype == DType::Float64 ? 32 : 64);
-    Head head;
+    Head head(with_bias);
     head.seq.to(dtype);
     const double tol = dtype == DType::Float64 ? 1e-10 : 1e-5;
     ASSERT_NE(head.seq.describe().find("LMHeadCrossEntropy"), std::string::npos);

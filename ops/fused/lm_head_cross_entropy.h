@@ -1,5 +1,5 @@
-// LMHeadCrossEntropy: a language model's output Linear (no bias) and its CrossEntropy loss as one
-// joint forward-backward op that never holds the [tokens, vocab] logits.
+// LMHeadCrossEntropy: a language model's output Linear (and its Bias, if it has one) and its
+// CrossEntropy loss as one joint forward-backward op that never holds the [tokens, vocab] logits.
 //
 // The forward takes the rows (tokens) a chunk at a time, with chunks sized so that one chunk's
 // logits take at most kChunkLogitsBytes: each chunk's logits z = x_c W^T come from one GEMM, then
@@ -7,7 +7,7 @@
 // run, the forward goes on with the chunk while its logits are at hand, since the loss is a scalar
 // that ends the graph and its grad only scales what follows:
 //   g = softmax(z) - onehot(label)   (in place, in the loss terms' pass over each row; 0 on ignored rows)
-//   Gx_c = g W,   GW += g^T x_c
+//   Gx_c = g W,   GW += g^T x_c,   Gb += sum_r g_r
 // and the backward is dx = Gx s, dW = GW s with s = dloss / counted. Recomputing the logits in the
 // backward instead, as FlashAttention does its scores, would add a fourth GEMM of the same size to
 // the three the unfused pair runs (a third more work); holding Gx and GW (the sizes of x and W)
@@ -24,12 +24,17 @@
 
 namespace fuselab {
 
+class Bias;
+
 struct LMHeadCrossEntropySaved {
   Tensor input_grad_sum;   // Gx [rows, in], undefined when the input needs no grad
   Tensor weight_grad_sum;  // GW [vocab, in], undefined when the weight needs no grad
+  Tensor bias_grad_sum;    // Gb [vocab], undefined without a Bias or when it needs no grad
   Tensor counted;          // the number of counted rows, a scalar on the device
   Shape input_shape;
-  NamedTensors tensors() const { return {{"input_grad_sum", input_grad_sum}, {"weight_grad_sum", weight_grad_sum}}; }
+  NamedTensors tensors() const {
+    return {{"input_grad_sum", input_grad_sum}, {"weight_grad_sum", weight_grad_sum}, {"bias_grad_sum", bias_grad_sum}};
+  }
 };
 
 class LMHeadCrossEntropy : public FusedOp {
@@ -40,12 +45,16 @@ class LMHeadCrossEntropy : public FusedOp {
   // Rows per chunk for a vocabulary in `dtype`: at least one.
   static int64_t chunk_rows(int64_t vocab, DType dtype);
 
-  // ops: Linear, CrossEntropy
+  // ops: Linear, optional Bias, CrossEntropy
   explicit LMHeadCrossEntropy(const OpList& ops);
   FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
                              const TensorLists& extra_inputs) override;
   FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dloss,
                                const TensorLists& grad_extra_outputs) override;
+
+ private:
+  Bias* bias() const;         // the Bias, if covered
+  size_t loss_index() const;  // where CrossEntropy is among the basic ops
 };
 
 // The fusion that makes it: its pattern, with the reason for each predicate, and its example model.
