@@ -5,6 +5,7 @@
 #include "autograd/functional.h"
 #include "kernels/elementwise.h"
 #include "kernels/softmax.h"
+#include "tensor/cross_entropy_rows.h"
 #include "tensor/factories.h"
 #include "tensor/launch.h"
 #include "tensor/tensor_math.h"
@@ -39,45 +40,15 @@ Tensor log_softmax(const Tensor& x) { return softmax_like("log_softmax", x, true
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_index) {
   check_floating("cross_entropy", logits);
-  check(labels.defined() && labels.dtype() == DType::Int64 && labels.device() == logits.device(),
-        "cross_entropy: labels must be int64 on ", logits.device(), ", got ",
-        labels.defined() ? dtype_name(labels.dtype()) + std::string(" on ") + labels.device().str() : "undefined");
-  check(logits.dim() == 2 && labels.dim() == 1 && labels.size(0) == logits.size(0),
-        "cross_entropy: logits ", logits.shape(), " and labels ", labels.shape(),
-        " must be [N, C] and [N]");
-  const int64_t rows = logits.size(0), cols = logits.size(1);
-  if (labels.device().is_cpu()) {  // on CUDA the kernel checks, without a wait (kernels/index_fault.h)
-    for (int64_t label : labels.to_vector<int64_t>()) {
-      check(label == ignore_index || (0 <= label && label < cols), "cross_entropy: label ", label,
-            " out of range for ", cols, " classes (logits ", logits.shape(), ")");
-    }
-  }
-  const Device device = logits.device();
-  Tensor lse = empty({rows}, logits.dtype(), device);
-  Tensor row_loss = empty({rows, 1}, logits.dtype(), device), row_counted = empty({rows, 1}, logits.dtype(), device);
-  kernels::IndexFault* fault = math::index_fault_record(device);
-  launch_floating("cross_entropy", logits, [&](auto zero) {
-    using T = decltype(zero);
-    return kernels::CrossEntropyForward<T>{logits.ptr<T>(),      labels.ptr<int64_t>(), lse.ptr<T>(),
-                                           row_loss.ptr<T>(),    row_counted.ptr<T>(),  rows,
-                                           cols,                 ignore_index,          fault};
-  });
-  // The mean over the counted rows, on the device. Over none it is 0 / 0: NaN, as in PyTorch, so
-  // that a batch with nothing to learn from shows up in the loss instead of reading as a perfect 0.
-  const Tensor counted = math::sum_to(row_counted, math::Broadcast::Scalar, {});
-  const Tensor loss =
-      math::binary(math::BinaryOp::Div, math::sum_to(row_loss, math::Broadcast::Scalar, {}), counted, "cross_entropy");
-  return record("cross_entropy", {logits, labels}, loss,
-                [logits, labels, lse, counted, ignore_index, rows, cols](const auto& grads, const auto&) {
+  math::check_cross_entropy_inputs("cross_entropy", logits.shape(), logits.dtype(), logits.device(), labels,
+                                  ignore_index);
+  const math::CrossEntropyRows rows = math::CrossEntropyRows::empty(logits.size(0), logits.dtype(), logits.device());
+  math::cross_entropy_rows(logits, labels, ignore_index, rows);
+  const math::CrossEntropyMean mean = math::cross_entropy_mean(rows);
+  return record("cross_entropy", {logits, labels}, mean.loss,
+                [logits, labels, lse = rows.lse, counted = mean.counted, ignore_index](const auto& grads, const auto&) {
                   Tensor dx = empty_like(logits);
-                  const Tensor& dloss = grads[0];  // read by the kernel on its device, as is counted
-                  // No counted row, no grad: every row is ignored, so every dx is zero.
-                  launch_floating("cross_entropy backward", logits, [&](auto zero) {
-                    using T = decltype(zero);
-                    return kernels::CrossEntropyBackward<T>{
-                        logits.ptr<T>(), labels.ptr<int64_t>(), lse.ptr<T>(), dloss.ptr<T>(), counted.ptr<T>(),
-                        dx.ptr<T>(),     rows,                  cols,         ignore_index};
-                  });
+                  math::cross_entropy_rows_backward(logits, labels, lse, grads[0], counted, ignore_index, dx);
                   return std::vector<Tensor>{dx, Tensor()};
                 });
 }

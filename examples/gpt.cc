@@ -108,7 +108,7 @@ int train(Config c) {
     double loss_sum = 0;
     for (int64_t micro = 0; micro < c.accumulate; ++micro) {  // the grads add up over the micro-batches
       const auto [ids, next] = inputs_and_targets(window.slice(micro * rows, (micro + 1) * rows));
-      const Tensor loss = cross_entropy(reshape(model(ids.to(device)), {-1, c.model.vocab}), next.to(device));
+      const Tensor loss = next_token_loss(model, ids.to(device), next.to(device), c.model.vocab);
       backward(scale(loss, 1.0 / double(c.accumulate)));
       loss_sum += loss.item() / double(c.accumulate);
     }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpt learns: after a short run of a small GPT (or, given --arch=llama, a llama block) on Debian's
 # fortunes its validation loss is below the unigram baseline (predicting every character from its
-# frequency alone) by a clear margin, with its attention fused into FlashAttention.
+# frequency alone) by a clear margin, with its attention fused into FlashAttention (and llama's head
+# and loss into LMHeadCrossEntropy).
 # Fails, saying how to install it, where the fortunes package is not installed.
 set -euo pipefail
 gpt="$1"
@@ -17,3 +18,6 @@ echo "$line" | awk '{ val = $3; base = $6 + 0; margin = base - val;
   printf "PASS: validation loss %s is %.3f below the unigram baseline\n", val, margin }'
 grep -q "^sampled text" "$out"
 grep -q "FlashAttention(" "$out" || { echo "FAIL: FlashAttention did not fire:"; grep "^forward" "$out"; exit 1; }
+if [[ " $* " == *" --arch=llama "* ]]; then
+  grep -q "LMHeadCrossEntropy(" "$out" || { echo "FAIL: LMHeadCrossEntropy did not fire:"; grep "^forward" "$out"; exit 1; }
+fi

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "autograd/functional.h"
+#include "ops/basic/cross_entropy.h"
 #include "tensor/factories.h"
 
 namespace fuselab::examples {
@@ -28,6 +29,16 @@ std::pair<Tensor, Tensor> inputs_and_targets(const Tensor& windows) {
   return {from_vector<int64_t>(ids, {rows, t}), from_vector<int64_t>(next, {rows * t})};
 }
 
+bool ends_in_loss(const Sequential& model) {
+  const auto ops = model.ops();
+  return !ops.empty() && dynamic_cast<const CrossEntropy*>(ops.back().get()) != nullptr;
+}
+
+Tensor next_token_loss(Sequential& model, const Tensor& ids, const Tensor& next, int64_t vocab) {
+  if (ends_in_loss(model)) return model(ids, {next.view(ids.shape())}).output;
+  return cross_entropy(reshape(model(ids), {-1, vocab}), next);
+}
+
 double validation_loss(Sequential& model, const Tensor& tokens, int64_t context, int64_t vocab, Device device) {
   NoGradGuard no_grad;
   model.eval();
@@ -35,7 +46,7 @@ double validation_loss(Sequential& model, const Tensor& tokens, int64_t context,
   double total = 0;
   auto add = [&](const Tensor& window) {
     const auto [ids, next] = inputs_and_targets(window);
-    const Tensor loss = cross_entropy(reshape(model(ids.to(device)), {-1, vocab}), next.to(device));
+    const Tensor loss = next_token_loss(model, ids.to(device), next.to(device), vocab);
     total += loss.item() * double(next.numel());
   };
   // Window w holds tokens [w T, w T + T]: T inputs and the T targets after them.
@@ -60,13 +71,15 @@ std::string sample_text(Sequential& model, const CharVocabulary& vocab, const st
                         int64_t context, double temperature, Generator& gen, Device device) {
   NoGradGuard no_grad;
   model.eval();
+  Sequential without_loss = ends_in_loss(model) ? model.slice(0, -1) : Sequential();
+  Sequential& logits_of = ends_in_loss(model) ? without_loss : model;
   std::vector<int64_t> ids = vocab.encode(prompt).to_vector<int64_t>();
   std::vector<int64_t> generated;
   const int64_t v = vocab.size();
   for (int64_t i = 0; i < length; ++i) {
     const int64_t t = std::min<int64_t>(context, int64_t(ids.size()));
     const std::vector<int64_t> window(ids.end() - t, ids.end());
-    const Tensor logits = model(from_vector<int64_t>(window, {1, t}).to(device)).to(Device::cpu());
+    const Tensor logits = logits_of(from_vector<int64_t>(window, {1, t}).to(device)).to(Device::cpu());
     const auto all = logits.view({t, v}).slice(t - 1, t).to_vector<float>();
     int64_t next = int64_t(std::max_element(all.begin(), all.end()) - all.begin());
     if (temperature > 0) {

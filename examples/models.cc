@@ -12,6 +12,7 @@
 #include "ops/basic/attention.h"
 #include "ops/basic/bias.h"
 #include "ops/basic/constant_scale.h"
+#include "ops/basic/cross_entropy.h"
 #include "ops/basic/embedding.h"
 #include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/layernorm.h"
@@ -107,7 +108,7 @@ Sequential llama_model(const GptConfig& c, Generator& gen, double std, double pr
   }
   auto head = llama_linear(c.width, c.vocab, std, gen);
   if (c.tie_embeddings) head->share_parameter("weight", tokens->table());
-  model.append(std::make_shared<RMSNorm>(c.width)).append(head);
+  model.append(std::make_shared<RMSNorm>(c.width)).append(head).append(std::make_shared<CrossEntropy>());
   return model;
 }
 
@@ -182,6 +183,9 @@ Batch gpt_batch(const GptConfig& c, int64_t rows, DType, Device device, Generato
   const Tensor ids = randint({rows, c.context}, c.vocab, &gen).to(device);
   const Tensor next = randint({rows * c.context}, c.vocab, &gen).to(device);
   const int64_t vocab = c.vocab;
+  if (c.arch == "llama") {  // the model ends in its loss, the targets its extra input
+    return {ids, {next.view({rows, c.context})}, [](const SequentialOutput& out) { return out.output; }};
+  }
   return {ids, {}, [next, vocab](const SequentialOutput& out) {
             return cross_entropy(reshape(loss_input(out.output), {-1, vocab}), next);
           }};

@@ -20,7 +20,7 @@ namespace fuselab::examples {
 // bfloat16 output is cast to float32 for it, as the losses take float32 or float64).
 struct Batch {
   Tensor input;
-  std::vector<Tensor> extra_inputs;                     // none of the example models takes any
+  std::vector<Tensor> extra_inputs;                     // the targets of a model that ends in its loss
   std::function<Tensor(const SequentialOutput&)> loss;  // against the batch's random targets
 };
 
@@ -60,9 +60,12 @@ Batch charlm_batch(const CharLMConfig& config, int64_t rows, DType dtype, Device
 //             RotaryEmbedding(heads, theta), AttentionScores, Softmax, Dropout, AttentionValues,
 //             Linear, AddExtraInput,
 //             MakeExtraOutput, RMSNorm, Linear (width -> 2 hidden: gate | up), SwiGLU, Linear, AddExtraInput],
-//   RMSNorm, Linear (width -> vocab)
+//   RMSNorm, Linear (width -> vocab), CrossEntropy
 // where hidden is 8/3 width rounded up to a multiple of 64 (llama_hidden), and the same GPT-2
-// initialization (RMSNorm gains 1).
+// initialization (RMSNorm gains 1). The llama model ends in its loss: it takes the next tokens
+// [batch, T] as its one extra input and gives the mean cross entropy, so that LMHeadCrossEntropy
+// fuses its head and loss and never holds the [batch T, vocab] logits (language_model.h calls it,
+// and takes the logits for sampling from the model without its last op).
 struct GptConfig {
   int64_t vocab = 112;
   int64_t context = 64, width = 128, layers = 3, heads = 4;
@@ -89,7 +92,8 @@ double gpt_flops_per_token(const Sequential& model, const GptConfig& config);
 // token embedding is the LM head's weight matrix, so it decays.
 std::vector<ParamGroup> gpt_decay_groups(const Sequential& model, double weight_decay);
 // Token ids [rows, context] (int64, of any dtype asked); cross entropy of the logits viewed as
-// [rows context, vocab] against random next ids, as the example trains.
+// [rows context, vocab] against random next ids, as the example trains (for llama, the next ids
+// [rows, context] are the extra input and the loss is the model's output).
 Batch gpt_batch(const GptConfig& config, int64_t rows, DType dtype, Device device, Generator& gen);
 
 // classify (examples/classify.cc): an MLP classifier of two hidden layers,

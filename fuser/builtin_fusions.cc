@@ -14,6 +14,7 @@
 #include "ops/fused/forward_linear_bias_activation.h"
 #include "ops/fused/forward_linear_bias_add.h"
 #include "ops/fused/forward_linear_scale_add.h"
+#include "ops/fused/lm_head_cross_entropy.h"
 
 namespace fuselab {
 namespace {
@@ -30,6 +31,7 @@ const bool kRegistered = [] {
       backward_activation_bias_fusion(),
       backward_add_norm_fusion(),
       flash_attention_fusion(),
+      lm_head_cross_entropy_fusion(),
   };
   for (const FusionDefinition& fusion : builtins) {
     switch (fusion.pass) {

@@ -6,6 +6,10 @@
 //   log_softmax backward:  dx = dy - e^y * sum_j dy_j
 //   cross-entropy:         loss_r = lse(x_r) - x_r[label_r];  dx_r = (softmax(x_r) - onehot) * dloss / counted
 //
+// CrossEntropyForwardGrad does the forward and, in the same visit of each row, overwrites the row
+// with softmax(x_r) - onehot, unscaled: for a caller whose loss ends the graph, so that dloss /
+// counted only scales what it makes of it later (LMHeadCrossEntropy), each exponential is taken
+// once and each row read while it is in cache.
 // Rows whose label is ignore_index get loss 0, dx 0 and row_counted 0 (the caller sums row_loss
 // and row_counted for the mean, on the device). Other labels must be in [0, cols): on the CPU the
 // caller checks; the CUDA forward records one out of range in `fault` and does not count its row
@@ -53,6 +57,18 @@ struct CrossEntropyForward {
 };
 
 template <class T>
+struct CrossEntropyForwardGrad {
+  T* x;  // [rows, cols]: the logits in, softmax - onehot out (0 on rows that do not count)
+  const int64_t* labels;
+  T* lse;
+  T* row_loss;
+  T* row_counted;
+  int64_t rows, cols, ignore_index;
+  IndexFault* fault;  // CUDA only
+  FUSELAB_KERNEL_ENTRY_POINTS;
+};
+
+template <class T>
 struct CrossEntropyBackward {
   const T* x;
   const int64_t* labels;
@@ -68,6 +84,7 @@ struct CrossEntropyBackward {
   X(SoftmaxForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)  \
   X(SoftmaxBackward, FUSELAB_FLOAT_DOUBLE_BFLOAT16) \
   X(CrossEntropyForward, FUSELAB_FLOAT_DOUBLE)      \
+  X(CrossEntropyForwardGrad, FUSELAB_FLOAT_DOUBLE)  \
   X(CrossEntropyBackward, FUSELAB_FLOAT_DOUBLE)
 
 }  // namespace fuselab::kernels

@@ -19,6 +19,7 @@
 #include "ops/basic/channel_bias.h"
 #include "ops/basic/constant_scale.h"
 #include "ops/basic/conv2d.h"
+#include "ops/basic/cross_entropy.h"
 #include "ops/basic/dropout.h"
 #include "ops/basic/embedding.h"
 #include "ops/basic/gated_linear_unit.h"
@@ -153,6 +154,12 @@ void loss_and_lookup_cases(const Add& add) {
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {37, 29}, {300, 1000}}) {
     add(op("cross_entropy").input({rows, cols}, -3, 3).labels({rows}, cols).runs(cross_entropy_of));
   }
+  // The op over logits [..., V]: rows of one class, leading dims that flatten, and many rows of a
+  // wide vocabulary (every fifth label ignored, as in the function's cases).
+  add(op("CrossEntropy").input({4, 3}, -2, 2).labels({4}, 3).runs(basic<CrossEntropy>()));
+  add(op("CrossEntropy").input({2, 3, 5}, -3, 3).labels({2, 3}, 5).runs(basic<CrossEntropy>()));
+  add(op("CrossEntropy").input({1, 1}).labels({1}, 1).named("one_class").runs(basic<CrossEntropy>()));
+  add(op("CrossEntropy").input({3, 100, 257}, -3, 3).labels({3, 100}, 257).runs(basic<CrossEntropy>()));
   for (const Shape& s : {Shape{2, 3}, Shape{1, 1}, Shape{33, 65}, Shape{3, 100, 7}, Shape{2, 1000, 300}}) {
     add(op("mse").input(s).input(s).bfloat16().runs(binary(mse)));
   }

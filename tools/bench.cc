@@ -51,6 +51,9 @@
 //   mnist_mlp      classify at MNIST's size: 784 features, --hidden 1024, 10 classes, --tokens 128
 //   custom_fusion  examples/custom_fusion.cc's Linear, Square, ConstantScale with its user fusions
 //                  registered; loss: mean squared error against a random target
+//   lm_head        a language model's head and loss, Linear [--vocab, H] then CrossEntropy against
+//                  random next tokens (its extra input), x [--tokens, H] requiring grad; fused, the
+//                  LMHeadCrossEntropy never holds the logits (defaults: 8192 tokens, vocab 8192)
 // The examples' models take the example's defaults (charlm's hidden 256, classify's 64, ...);
 // their inputs require no grad, as in training, so the first layer computes no input grad.
 #include <cstdio>

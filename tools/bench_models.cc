@@ -6,6 +6,7 @@
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/attention.h"
+#include "ops/basic/cross_entropy.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
@@ -186,11 +187,29 @@ BenchModel attention() {
   return m;
 }
 
+// A language model's head and loss: Linear [vocab, hidden] without bias, then CrossEntropy against
+// random next tokens (the extra input), on x [tokens, hidden] requiring grad, as the llama preset
+// ends. Fused, LMHeadCrossEntropy never holds the [tokens, vocab] logits.
+BenchModel lm_head() {
+  BenchModel m{"lm_head", 256, {{"vocab", "lm_head: vocabulary size (the Linear's outputs)", 8192, {1, 1 << 20}}},
+               nullptr, nullptr, nullptr};
+  m.default_tokens = 8192;
+  m.build = [](const ModelSizes& s, Generator& gen) {
+    return Sequential({std::make_shared<Linear>(s.hidden, s.extra.at("vocab"), &gen), std::make_shared<CrossEntropy>()});
+  };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    const Tensor next = randint({s.tokens}, s.extra.at("vocab"), &gen).to(device);
+    return Batch{input_requiring_grad(s, dtype, device, gen), {next}, [](const SequentialOutput& out) { return out.output; }};
+  };
+  return m;
+}
+
 }  // namespace
 
 const std::vector<BenchModel>& bench_models() {
   static const std::vector<BenchModel> models{mlp_block(), norm_block(),    charlm(), classify(),
-                                              mnist_mlp(), custom_fusion(), gpt(),    attention()};
+                                              mnist_mlp(), custom_fusion(), gpt(),    attention(),
+                                              lm_head()};
   return models;
 }
 

@@ -74,6 +74,29 @@ void CrossEntropyForward<T>::cpu(KernelContext&) const {
   }
 }
 
+// As log_sum_exp, but each e^(x_j - m) is kept in the row, so the softmax is e / sum with no
+// second exponential.
+template <class T>
+void CrossEntropyForwardGrad<T>::cpu(KernelContext&) const {
+#pragma omp parallel for if (rows * cols > kParallelGrain)
+  for (int64_t r = 0; r < rows; ++r) {
+    T* xr = x + r * cols;
+    const bool counted = labels[r] != ignore_index;  // the caller checked the others are in range
+    const T picked = counted ? xr[labels[r]] : T(0);
+    T m = xr[0];
+    for (int64_t j = 1; j < cols; ++j) m = std::max(m, xr[j]);
+    T total = 0;
+    for (int64_t j = 0; j < cols; ++j) total += xr[j] = std::exp(xr[j] - m);
+    lse[r] = m + std::log(total);
+    row_loss[r] = counted ? lse[r] - picked : T(0);
+    row_counted[r] = counted ? T(1) : T(0);
+    const T inverse = counted ? T(1) / total : T(0);
+#pragma omp simd
+    for (int64_t j = 0; j < cols; ++j) xr[j] *= inverse;
+    if (counted) xr[labels[r]] -= T(1);
+  }
+}
+
 template <class T>
 void CrossEntropyBackward<T>::cpu(KernelContext&) const {
   const T grad_scale = *dloss / *counted;

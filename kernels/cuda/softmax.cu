@@ -65,6 +65,36 @@ __global__ void cross_entropy_forward_kernel(const T* x, const int64_t* labels, 
   }
 }
 
+// As row_log_sum_exp, but each thread keeps its e^(x_j - m) in the row, so the softmax is e / sum
+// with no second exponential (each thread scales the elements it wrote).
+template <class T>
+__global__ void cross_entropy_forward_grad_kernel(T* x, const int64_t* labels, T* lse, T* row_loss, T* row_counted,
+                                                  int64_t cols, int64_t ignore_index, IndexFault* fault) {
+  __shared__ T shared[32];
+  T* xr = x + blockIdx.x * cols;
+  const int64_t label = labels[blockIdx.x];
+  const bool counts = label != ignore_index && 0 <= label && label < cols;
+  const T picked = counts ? xr[label] : T(0);  // every thread reads it before the barrier below
+  T m = -T(FLT_MAX);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = xr[j] > m ? xr[j] : m;
+  m = block_reduce(m, Max{}, -T(FLT_MAX), shared);  // a barrier: no thread writes the row before it
+  T total = T(0);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const T e = exp(xr[j] - m);
+    xr[j] = e;
+    total += e;
+  }
+  total = block_sum(total, shared);
+  if (threadIdx.x == 0) {
+    const bool counted = label != ignore_index && in_range(label, cols, IndexFault::kCrossEntropyLabel, fault);
+    lse[blockIdx.x] = m + log(total);
+    row_loss[blockIdx.x] = counted ? m + log(total) - picked : T(0);
+    row_counted[blockIdx.x] = counted ? T(1) : T(0);
+  }
+  const T inverse = counts ? T(1) / total : T(0);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) xr[j] = xr[j] * inverse - (counts && j == label ? T(1) : T(0));
+}
+
 template <class T>
 __global__ void cross_entropy_backward_kernel(const T* x, const int64_t* labels, const T* lse, const T* dloss,
                                               const T* counted, T* dx, int64_t cols, int64_t ignore_index) {
@@ -109,6 +139,15 @@ void CrossEntropyForward<T>::cuda(KernelContext& ctx) const {
   cross_entropy_forward_kernel<T>
       <<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, row_loss, row_counted, cols, ignore_index, fault);
   check_launch("cross_entropy_forward_kernel");
+}
+
+template <class T>
+void CrossEntropyForwardGrad<T>::cuda(KernelContext& ctx) const {
+  if (rows == 0) return;
+  use_device(ctx.device);
+  cross_entropy_forward_grad_kernel<T>
+      <<<unsigned(rows), threads_for(cols)>>>(x, labels, lse, row_loss, row_counted, cols, ignore_index, fault);
+  check_launch("cross_entropy_forward_grad_kernel");
 }
 
 template <class T>

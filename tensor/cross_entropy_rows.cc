@@ -1,0 +1,76 @@
+#include "tensor/cross_entropy_rows.h"
+
+#include "kernels/softmax.h"
+#include "tensor/factories.h"
+#include "tensor/launch.h"
+#include "tensor/tensor_math.h"
+
+namespace fuselab::math {
+
+void check_cross_entropy_inputs(const std::string& op, const Shape& logits_shape, DType dtype, Device device,
+                                const Tensor& labels, int64_t ignore_index) {
+  check(dtype == DType::Float32 || dtype == DType::Float64, op, ": logits must be float32 or float64, got ", dtype,
+        " of shape ", logits_shape);
+  check(labels.defined() && labels.dtype() == DType::Int64 && labels.device() == device, op,
+        ": labels must be int64 on ", device, ", got ",
+        labels.defined() ? dtype_name(labels.dtype()) + std::string(" on ") + labels.device().str() : "undefined");
+  check(logits_shape.size() == 2 && labels.dim() == 1 && labels.size(0) == logits_shape[0], op, ": logits ",
+        logits_shape, " and labels ", labels.shape(), " must be [N, C] and [N]");
+  if (!device.is_cpu()) return;
+  const std::vector<int64_t> values = labels.to_vector<int64_t>();
+  const int64_t classes = logits_shape[1];
+  for (size_t row = 0; row < values.size(); ++row) {
+    const int64_t label = values[row];
+    check(label == ignore_index || (0 <= label && label < classes), op, ": label ", label, " out of range for ",
+          classes, " classes (row ", row, " of logits ", logits_shape, "; ignore_index ", ignore_index, ")");
+  }
+}
+
+CrossEntropyRows CrossEntropyRows::empty(int64_t rows, DType dtype, Device device) {
+  return {fuselab::empty({rows}, dtype, device), fuselab::empty({rows, 1}, dtype, device),
+          fuselab::empty({rows, 1}, dtype, device)};
+}
+
+CrossEntropyRows CrossEntropyRows::slice(int64_t start, int64_t end) const {
+  return {lse.slice(start, end), loss.slice(start, end), counted.slice(start, end)};
+}
+
+void cross_entropy_rows(const Tensor& logits, const Tensor& labels, int64_t ignore_index,
+                        const CrossEntropyRows& into) {
+  const int64_t rows = logits.size(0), cols = logits.size(1);
+  kernels::IndexFault* fault = index_fault_record(logits.device());
+  launch_floating("cross_entropy", logits, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::CrossEntropyForward<T>{logits.ptr<T>(),   labels.ptr<int64_t>(),   into.lse.ptr<T>(),
+                                           into.loss.ptr<T>(), into.counted.ptr<T>(), rows,
+                                           cols,               ignore_index,          fault};
+  });
+}
+
+void cross_entropy_rows_and_grad(const Tensor& logits, const Tensor& labels, int64_t ignore_index,
+                                 const CrossEntropyRows& into) {
+  kernels::IndexFault* fault = index_fault_record(logits.device());
+  launch_floating("cross_entropy", logits, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::CrossEntropyForwardGrad<T>{logits.ptr<T>(),    labels.ptr<int64_t>(),  into.lse.ptr<T>(),
+                                               into.loss.ptr<T>(), into.counted.ptr<T>(), logits.size(0),
+                                               logits.size(1),     ignore_index,          fault};
+  });
+}
+
+CrossEntropyMean cross_entropy_mean(const CrossEntropyRows& rows) {
+  const Tensor counted = sum_to(rows.counted, Broadcast::Scalar, {});
+  return {binary(BinaryOp::Div, sum_to(rows.loss, Broadcast::Scalar, {}), counted, "cross_entropy"), counted};
+}
+
+void cross_entropy_rows_backward(const Tensor& logits, const Tensor& labels, const Tensor& lse, const Tensor& dloss,
+                                 const Tensor& counted, int64_t ignore_index, const Tensor& dlogits) {
+  launch_floating("cross_entropy backward", logits, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::CrossEntropyBackward<T>{logits.ptr<T>(),  labels.ptr<int64_t>(), lse.ptr<T>(),
+                                            dloss.ptr<T>(),   counted.ptr<T>(),      dlogits.ptr<T>(),
+                                            logits.size(0),   logits.size(1),        ignore_index};
+  });
+}
+
+}  // namespace fuselab::math
