@@ -51,6 +51,9 @@
 //   mnist_mlp      classify at MNIST's size: 784 features, --hidden 1024, 10 classes, --tokens 128
 //   custom_fusion  examples/custom_fusion.cc's Linear, Square, ConstantScale with its user fusions
 //                  registered; loss: mean squared error against a random target
+//   gpt, llama     examples/gpt.cc's model with GPT-2's block or the llama preset's (ending in its
+//                  loss) on --tokens windows of random ids; --gpt-context, --layers, --gpt-heads
+//   attention      the attention chain on random qkv; --batch, --heads, --kv-heads, --rope, --causal
 //   lm_head        a language model's head and loss, Linear [--vocab, H] then CrossEntropy against
 //                  random next tokens (its extra input), x [--tokens, H] requiring grad; fused, the
 //                  LMHeadCrossEntropy never holds the logits (defaults: 8192 tokens, vocab 8192)
@@ -85,20 +88,22 @@ std::string model_names() {
 void add_size_flags(examples::Flags& flags, std::map<std::string, int64_t>& values) {
   for (const BenchModel& m : bench::bench_models()) {
     for (const bench::SizeFlag& f : m.size_flags) {
-      values[f.name] = f.default_value;  // a std::map's entries stay put, so the binding holds
-      flags.add(f.name, values[f.name], f.help, f.range);
+      // A std::map's entries stay put, so the binding holds; models that share a size (gpt and
+      // llama) declare it once.
+      if (values.emplace(f.name, f.default_value).second) flags.add(f.name, values[f.name], f.help, f.range);
     }
   }
 }
 
-// The model whose size --name is.
-std::string owner_of_size(const std::string& name) {
+// The models whose size --name is ("gpt or llama").
+std::string owners_of_size(const std::string& name) {
+  std::string owners;
   for (const BenchModel& m : bench::bench_models()) {
     for (const bench::SizeFlag& f : m.size_flags) {
-      if (f.name == name) return m.name;
+      if (f.name == name) owners += (owners.empty() ? "" : " or ") + m.name;
     }
   }
-  return "?";
+  return owners;
 }
 
 // The sizes a run of `model` (null: rmsnorm) reads. A size flag of another model is an error
@@ -114,7 +119,7 @@ ModelSizes model_sizes(const examples::Flags& flags, const BenchModel* model, in
   }
   for (const auto& [flag, value] : values) {
     check(!flags.given(flag) || sizes.extra.count(flag), "bench: --", flag, " is a size of --model ",
-          owner_of_size(flag), ", not of --model ", name);
+          owners_of_size(flag), ", not of --model ", name);
   }
   return sizes;
 }

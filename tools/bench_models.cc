@@ -129,24 +129,25 @@ BenchModel custom_fusion() {
   return m;
 }
 
-examples::GptConfig gpt_config(const ModelSizes& s) {
+examples::GptConfig gpt_config(const ModelSizes& s, const std::string& arch) {
   examples::GptConfig c;
   c.width = s.hidden, c.context = s.extra.at("gpt-context"), c.layers = s.extra.at("layers"),
-  c.heads = s.extra.at("gpt-heads");
+  c.heads = s.extra.at("gpt-heads"), c.arch = arch;
   return c;
 }
 
-// --tokens windows of --gpt-context characters each.
-BenchModel gpt() {
+// gpt's model (examples/models.h) with the block `arch`: GPT-2's, or the llama preset's (ending in
+// its loss, the fused LM head), on --tokens windows of --gpt-context characters each.
+BenchModel gpt(const std::string& arch) {
   const examples::GptConfig d;
-  BenchModel m{"gpt", d.width,
-               {{"gpt-context", "gpt: characters of context", d.context, {1, 4096}},
-                {"layers", "gpt: transformer blocks", d.layers, {1, 64}},
-                {"gpt-heads", "gpt: attention heads (--hidden must be a multiple)", d.heads, {1, 1024}}},
+  BenchModel m{arch == "llama" ? "llama" : "gpt", d.width,
+               {{"gpt-context", "gpt and llama: characters of context", d.context, {1, 4096}},
+                {"layers", "gpt and llama: transformer blocks", d.layers, {1, 64}},
+                {"gpt-heads", "gpt and llama: attention heads (--hidden must be a multiple)", d.heads, {1, 1024}}},
                nullptr, nullptr, nullptr};
-  m.build = [](const ModelSizes& s, Generator& gen) { return examples::gpt_model(gpt_config(s), gen); };
-  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
-    return examples::gpt_batch(gpt_config(s), s.tokens, dtype, device, gen);
+  m.build = [arch](const ModelSizes& s, Generator& gen) { return examples::gpt_model(gpt_config(s, arch), gen); };
+  m.batch = [arch](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    return examples::gpt_batch(gpt_config(s, arch), s.tokens, dtype, device, gen);
   };
   return m;
 }
@@ -207,9 +208,8 @@ BenchModel lm_head() {
 }  // namespace
 
 const std::vector<BenchModel>& bench_models() {
-  static const std::vector<BenchModel> models{mlp_block(), norm_block(),    charlm(), classify(),
-                                              mnist_mlp(), custom_fusion(), gpt(),    attention(),
-                                              lm_head()};
+  static const std::vector<BenchModel> models{mlp_block(),    norm_block(), charlm(), classify(),  mnist_mlp(),
+                                              custom_fusion(), gpt("gpt2"),  gpt("llama"), attention(), lm_head()};
   return models;
 }
 

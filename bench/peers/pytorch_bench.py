@@ -8,12 +8,14 @@ without it (or when compiling fails: compile_error then holds why).
     python3 bench/peers/pytorch_bench.py --model attention --batch 4 --heads 4 --tokens 1024 --hidden 256 --causal 1 --threads 1
     python3 bench/peers/pytorch_bench.py --model gpt --tokens 32 --hidden 128 --threads 2
 
---model attention mirrors `//tools:bench --model attention`: qkv [batch, tokens, 3 hidden] =
-[q | k | v] requiring grad, --heads heads of dim hidden / heads, loss out.sum(), out [B, T, C].
+--model attention mirrors `//tools:bench --model attention`: qkv [batch, tokens, (heads + 2 kv_heads) d]
+= [q | k | v] requiring grad, --heads heads of dim d = hidden / heads sharing --kv-heads key and
+value heads (0: --heads), q and k rotated first with --rope 1 (Hugging Face Llama's rotate_half),
+loss out.sum(), out [B, T, C].
 It times three variants on the same qkv:
   unfused_*  eager math attention: q k^T / sqrt(d), masked_fill(-inf) above the diagonal when
              --causal 1, softmax, dropout(0), p @ v
-  sdpa_*     F.scaled_dot_product_attention(q, k, v, is_causal=...) (null before PyTorch 2.0)
+  sdpa_*     F.scaled_dot_product_attention(q, k, v, is_causal=..., enable_gqa=...) (null before PyTorch 2.0)
   fused_*    torch.compile of the math version (null, with compile_error, if it fails)
 speedup_fwd_bwd is unfused / fused as for the blocks; sdpa_speedup_fwd_bwd is unfused / sdpa.
 sizes holds {"batch", "causal", "heads"} as the bench writes them.
@@ -23,7 +25,11 @@ of --gpt-context token ids, token + learned position embeddings, --layers pre-no
 (LayerNorm, QKV Linear, causal attention, projection + residual, LayerNorm, Linear, GELU-tanh,
 Linear + residual), final LayerNorm and LM head over a vocabulary of 112, loss the cross-entropy
 against random next ids. unfused_* is eager with math attention, sdpa_* eager with
-F.scaled_dot_product_attention, fused_* torch.compile of the math version.
+F.scaled_dot_product_attention, fused_* torch.compile of the math version. --model llama mirrors
+`//tools:bench --model llama` (gpt --arch=llama) the same way, written as Hugging Face's Llama:
+token embedding, RMSNorm, QKV Linear without bias, rotary q and k, grouped-query attention over
+heads / 2 kv heads, o Linear + residual, RMSNorm, gate|up Linear, silu(gate) * up, down Linear +
+residual, final RMSNorm and LM head without bias.
 
 --model mnist_mlp mirrors `//tools:bench --model mnist_mlp --step`: Linear 784->--hidden, GELU-tanh,
 Linear --hidden->--hidden, GELU-tanh, Linear --hidden->10 on --tokens rows of standard normal
@@ -190,6 +196,54 @@ class Gpt(torch.nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), next_ids.view(-1)), None
 
 
+class RMSNorm(torch.nn.Module):
+    """Hugging Face Llama's LlamaRMSNorm: weight * x / sqrt(mean(x^2) + eps)."""
+
+    def __init__(self, width, eps=1e-6):
+        super().__init__()
+        self.weight, self.eps = torch.nn.Parameter(torch.ones(width)), eps
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps))
+
+
+class LlamaBlock(torch.nn.Module):
+    """Hugging Face Llama's decoder layer: x + o(attention(rope(qkv(RMSNorm(x))))), then
+    x + down(silu(gate) * up) of RMSNorm(x); no biases; grouped-query attention."""
+
+    def __init__(self, width, heads, kv_heads, hidden, attention):
+        super().__init__()
+        d = width // heads
+        self.norm1, self.norm2 = RMSNorm(width), RMSNorm(width)
+        self.qkv = torch.nn.Linear(width, (heads + 2 * kv_heads) * d, bias=False)
+        self.o = torch.nn.Linear(width, width, bias=False)
+        self.gate_up = torch.nn.Linear(width, 2 * hidden, bias=False)
+        self.down = torch.nn.Linear(hidden, width, bias=False)
+        self.attention = attention(heads, True, kv_heads, True)
+
+    def forward(self, x):
+        x = x + self.o(self.attention(self.qkv(self.norm1(x)), None)[0])
+        gate, up = self.gate_up(self.norm2(x)).chunk(2, dim=-1)
+        return x + self.down(F.silu(gate) * up)
+
+
+class Llama(torch.nn.Module):
+    """gpt --arch=llama (examples/models.cc): kv heads heads / 2 when even, MLP hidden 8/3 width
+    rounded up to 64; forward(ids, next_ids) returns (loss, None)."""
+
+    def __init__(self, vocab, context, width, layers, heads, attention):
+        super().__init__()
+        kv_heads = heads // 2 if heads % 2 == 0 else heads
+        hidden = ((8 * width + 2) // 3 + 63) // 64 * 64
+        self.tokens = torch.nn.Embedding(vocab, width)
+        self.blocks = torch.nn.Sequential(*[LlamaBlock(width, heads, kv_heads, hidden, attention) for _ in range(layers)])
+        self.norm, self.head = RMSNorm(width), torch.nn.Linear(width, vocab, bias=False)
+
+    def forward(self, ids, next_ids):
+        logits = self.head(self.norm(self.blocks(self.tokens(ids))))
+        return F.cross_entropy(logits.view(-1, logits.shape[-1]), next_ids.view(-1)), None
+
+
 def time_ms(fn, device):
     start = time.perf_counter()
     fn()
@@ -200,7 +254,7 @@ def time_ms(fn, device):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="mlp_block", choices=["mlp_block", "norm_block", "mnist_mlp", "attention", "gpt"])
+    parser.add_argument("--model", default="mlp_block", choices=["mlp_block", "norm_block", "mnist_mlp", "attention", "gpt", "llama"])
     parser.add_argument("--tokens", type=int, default=4096)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--batch", type=int, default=4, help="attention: sequences per batch")
@@ -236,12 +290,14 @@ def main():
         width = (args.heads + 2 * kv_heads) * (args.hidden // args.heads)
         x = torch.randn(args.batch, args.tokens, width, device=args.device, dtype=dtype, requires_grad=True)
         residual = None
-    elif args.model == "gpt":
+    elif args.model in ("gpt", "llama"):
         sizes = {"gpt-context": args.gpt_context, "gpt-heads": args.gpt_heads, "layers": args.layers}
+        model_class = Gpt if args.model == "gpt" else Llama
 
         def gpt(attention):
             torch.manual_seed(0)
-            return Gpt(112, args.gpt_context, args.hidden, args.layers, args.gpt_heads, attention).to(args.device, dtype)
+            return model_class(112, args.gpt_context, args.hidden, args.layers, args.gpt_heads, attention).to(
+                args.device, dtype)
 
         eager = gpt(MathAttention)
         x = torch.randint(0, 112, (args.tokens, args.gpt_context), device=args.device)
@@ -293,8 +349,8 @@ def main():
 
     unfused_fwd, unfused_fwd_bwd, unfused_step = measure(eager, eager.parameters())
     sdpa_fwd = sdpa_fwd_bwd = None
-    if args.model in ("attention", "gpt") and hasattr(F, "scaled_dot_product_attention"):
-        sdpa = gpt(SdpaAttention) if args.model == "gpt" else SdpaAttention(args.heads, bool(args.causal), kv_heads, bool(args.rope))
+    if args.model in ("attention", "gpt", "llama") and hasattr(F, "scaled_dot_product_attention"):
+        sdpa = gpt(SdpaAttention) if args.model in ("gpt", "llama") else SdpaAttention(args.heads, bool(args.causal), kv_heads, bool(args.rope))
         sdpa_fwd, sdpa_fwd_bwd, _ = measure(sdpa, sdpa.parameters())
     fused_fwd = fused_fwd_bwd = fused_step = None
     compile_error = None if hasattr(torch, "compile") else f"torch {torch.__version__} has no torch.compile"

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/activation_math.h"
+#include "kernels/gated_linear_unit_math.h"
 #include "kernels/bfloat16.h"
 #include "kernels/cpu/isa.h"
 
@@ -43,6 +44,19 @@ template <class T, class Math>
 void activation_grad_span(const T* x, const T* dy, T* dx, int64_t n) {
   use_avx512() ? avx512::activation_grad_span<T, Math>(x, dy, dx, n)
                : baseline::activation_grad_span<T, Math>(x, dy, dx, n);
+}
+
+// y = gate(a) * b
+template <class T, class Gate>
+void glu_span(const T* a, const T* b, T* y, int64_t n) {
+  use_avx512() ? avx512::glu_span<T, Gate>(a, b, y, n) : baseline::glu_span<T, Gate>(a, b, y, n);
+}
+
+// da = dy * b * gate'(a),  db = dy * gate(a)
+template <class T, class Gate>
+void glu_grad_span(const T* a, const T* b, const T* dy, T* da, T* db, int64_t n) {
+  use_avx512() ? avx512::glu_grad_span<T, Gate>(a, b, dy, da, db, n)
+               : baseline::glu_grad_span<T, Gate>(a, b, dy, da, db, n);
 }
 
 // pre = y + bias; y = act(pre)

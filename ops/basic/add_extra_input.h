@@ -24,4 +24,14 @@ class AddExtraInput : public BasicOp {
   }
 };
 
+// What a fused op that ends in the add checks: the residual is defined and of the output's shape,
+// x's dtype and x's device. Throws fuselab::Error naming `op`.
+inline void check_residual(const std::string& op, const Tensor& residual, const Shape& output_shape,
+                           const Tensor& x) {
+  check(residual.defined() && residual.shape() == output_shape && residual.dtype() == x.dtype() &&
+            residual.device() == x.device(),
+        op, ": extra input ", residual.defined() ? residual.shape() : Shape{}, " must match the output ", output_shape,
+        " ", x.dtype(), " on ", x.device());
+}
+
 }  // namespace fuselab

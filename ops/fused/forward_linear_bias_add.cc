@@ -22,10 +22,7 @@ FusedForward ForwardLinearBiasAdd::fuser_forward(const std::vector<OpContext*>& 
   linear.check_input(x, linear.in_features());
   Shape out_shape = x.shape();
   out_shape.back() = linear.out_features();
-  check(residual.defined() && residual.shape() == out_shape && residual.dtype() == x.dtype() &&
-            residual.device() == x.device(),
-        describe(), ": extra input ", residual.defined() ? residual.shape() : Shape{}, " must match the output ",
-        out_shape, " ", x.dtype(), " on ", x.device());
+  check_residual(describe(), residual, out_shape, x);
 
   Tensor y = empty(out_shape, x.dtype(), x.device());
   const int64_t rows = math::rows_of(x), in = linear.in_features(), out = linear.out_features();

@@ -18,10 +18,7 @@ FusedForward ForwardLinearScaleAdd::fuser_forward(const std::vector<OpContext*>&
   linear.check_input(x, linear.in_features());
   Shape out_shape = x.shape();
   out_shape.back() = linear.out_features();
-  check(residual.defined() && residual.shape() == out_shape && residual.dtype() == x.dtype() &&
-            residual.device() == x.device(),
-        describe(), ": extra input ", residual.defined() ? residual.shape() : Shape{}, " must match the output ",
-        out_shape, " ", x.dtype(), " on ", x.device());
+  check_residual(describe(), residual, out_shape, x);
   const Tensor rows = x.view({-1, linear.in_features()});
   const Tensor y = math::matmul(rows, false, linear.weight(), true, residual.view({-1, linear.out_features()}),
                                 op<ConstantScale>(1).scale())
