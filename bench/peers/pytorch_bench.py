@@ -370,7 +370,7 @@ def main():
     }
     if args.model == "mnist_mlp":
         result.update({"fused_step_ms": fused_step, "unfused_step_ms": unfused_step})
-    if args.model in ("attention", "gpt"):
+    if args.model in ("attention", "gpt", "llama"):
         result.update({
             "sdpa_fwd_ms": sdpa_fwd, "sdpa_fwd_bwd_ms": sdpa_fwd_bwd,
             "sdpa_speedup_fwd_bwd": unfused_fwd_bwd / sdpa_fwd_bwd if sdpa_fwd_bwd else None,
