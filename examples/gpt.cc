@@ -58,7 +58,8 @@ void report(TrainingRun& run, Sequential& model, const TextCorpus& corpus, const
   if (c.sample > 0) {
     Generator sampler(uint64_t(c.run.seed) + 2);
     std::printf("sampled text (temperature %g):\n%%\n%s\n", c.temperature,
-                sample_text(model, corpus.vocab, "%\n", c.sample, c.model.context, c.temperature, sampler, device).c_str());
+                sample_text(model, corpus.vocab, "%\n", c.sample, c.model.context, c.model.width / c.model.heads,
+                            c.temperature, sampler, device).c_str());
   }
   run.write_json({{"val_loss", loss}, {"unigram_loss", baseline}, {"train_loss", run.last_loss()},
                   {"peak_bytes", double(CachingAllocator::of(device).stats().peak_bytes_in_use)},

@@ -85,34 +85,42 @@ std::shared_ptr<Linear> llama_linear(int64_t in, int64_t out, double std, Genera
   return linear;
 }
 
-Sequential llama_model(const GptConfig& c, Generator& gen, double std, double projection_std) {
-  const AttentionHeads heads = gpt_attention_heads(c);
-  const int64_t head_dim = c.width / c.heads, hidden = llama_hidden(c.width);
+constexpr double kStd = 0.02;
+
+// The std of the two projections that end a residual branch.
+double projection_std(const GptConfig& c) { return kStd / std::sqrt(2.0 * double(std::max<int64_t>(c.layers, 1))); }
+
+Sequential llama_model(const GptConfig& c, Generator& gen) {
   Sequential model;
   auto tokens = std::make_shared<Embedding>(c.vocab, c.width, &gen);
-  tokens->table().set_data(normal({c.vocab, c.width}, 0, std, DType::Float32, &gen));
+  tokens->table().set_data(normal({c.vocab, c.width}, 0, kStd, DType::Float32, &gen));
   model.append(tokens);
-  for (int64_t l = 0; l < c.layers; ++l) {
-    const std::string n = std::to_string(l);
-    auto [attention_in, attention_out] = residual("attention_residual" + n);
-    model.append(attention_in).append(std::make_shared<RMSNorm>(c.width));
-    model.append(llama_linear(c.width, heads.columns() * head_dim, std, gen));
-    model.append(std::make_shared<RotaryEmbedding>(heads, c.rope_theta));
-    model.append(attention_ops(heads, /*causal=*/true, c.dropout, gen.next_u64(), "qkv" + n));
-    model.append(llama_linear(c.width, c.width, projection_std, gen)).append(attention_out);
-
-    auto [mlp_in, mlp_out] = residual("mlp_residual" + n);
-    model.append(mlp_in).append(std::make_shared<RMSNorm>(c.width));
-    model.append(llama_linear(c.width, 2 * hidden, std, gen)).append(std::make_shared<SwiGLU>());
-    model.append(llama_linear(hidden, c.width, projection_std, gen)).append(mlp_out);
-  }
-  auto head = llama_linear(c.width, c.vocab, std, gen);
+  for (int64_t l = 0; l < c.layers; ++l) model.append(llama_block(c, l, gen));
+  auto head = llama_linear(c.width, c.vocab, kStd, gen);
   if (c.tie_embeddings) head->share_parameter("weight", tokens->table());
   model.append(std::make_shared<RMSNorm>(c.width)).append(head).append(std::make_shared<CrossEntropy>());
   return model;
 }
 
 }  // namespace
+
+std::vector<std::shared_ptr<BasicOp>> llama_block(const GptConfig& c, int64_t layer, Generator& gen) {
+  const AttentionHeads heads = gpt_attention_heads(c);
+  const int64_t head_dim = c.width / c.heads, hidden = llama_hidden(c.width);
+  const std::string n = std::to_string(layer);
+  auto [attention_in, attention_out] = residual("attention_residual" + n);
+  std::vector<std::shared_ptr<BasicOp>> block{attention_in, std::make_shared<RMSNorm>(c.width),
+                                              llama_linear(c.width, heads.columns() * head_dim, kStd, gen),
+                                              std::make_shared<RotaryEmbedding>(heads, c.rope_theta)};
+  const auto attention = attention_ops(heads, /*causal=*/true, c.dropout, gen.next_u64(), "qkv" + n);
+  block.insert(block.end(), attention.begin(), attention.end());
+  block.insert(block.end(), {llama_linear(c.width, c.width, projection_std(c), gen), attention_out});
+
+  auto [mlp_in, mlp_out] = residual("mlp_residual" + n);
+  block.insert(block.end(), {mlp_in, std::make_shared<RMSNorm>(c.width), llama_linear(c.width, 2 * hidden, kStd, gen),
+                             std::make_shared<SwiGLU>(), llama_linear(hidden, c.width, projection_std(c), gen), mlp_out});
+  return block;
+}
 
 AttentionHeads gpt_attention_heads(const GptConfig& c) {
   if (c.kv_heads > 0) return {c.heads, c.kv_heads};
@@ -129,9 +137,7 @@ Sequential gpt_model(const GptConfig& c, Generator& gen) {
   check(c.heads > 0 && c.width % c.heads == 0, "gpt_model: width ", c.width, " must split evenly over ", c.heads,
         " heads");
   check(c.arch == "gpt2" || c.arch == "llama", "gpt_model: arch '", c.arch, "' is not gpt2 or llama");
-  constexpr double kStd = 0.02;
-  const double projection_std = kStd / std::sqrt(2.0 * double(std::max<int64_t>(c.layers, 1)));
-  if (c.arch == "llama") return llama_model(c, gen, kStd, projection_std);
+  if (c.arch == "llama") return llama_model(c, gen);
   Sequential model;
   auto tokens = std::make_shared<Embedding>(c.vocab, c.width, &gen);
   tokens->table().set_data(normal({c.vocab, c.width}, 0, kStd, DType::Float32, &gen));
@@ -142,12 +148,12 @@ Sequential gpt_model(const GptConfig& c, Generator& gen) {
     model.append(attention_in).append(std::make_shared<LayerNorm>(c.width));
     model.append(gpt_linear(c.width, 3 * c.width, kStd, gen));
     model.append(attention_ops(c.heads, /*causal=*/true, c.dropout, gen.next_u64(), "qkv" + n));
-    model.append(gpt_linear(c.width, c.width, projection_std, gen)).append(attention_out);
+    model.append(gpt_linear(c.width, c.width, projection_std(c), gen)).append(attention_out);
 
     auto [mlp_in, mlp_out] = residual("mlp_residual" + n);
     model.append(mlp_in).append(std::make_shared<LayerNorm>(c.width));
     model.append(gpt_linear(c.width, 4 * c.width, kStd, gen)).append(std::make_shared<GELU>());
-    model.append(gpt_linear(4 * c.width, c.width, projection_std, gen)).append(mlp_out);
+    model.append(gpt_linear(4 * c.width, c.width, projection_std(c), gen)).append(mlp_out);
   }
   const std::vector<std::shared_ptr<BasicOp>> head = gpt_linear(c.width, c.vocab, kStd, gen);
   if (c.tie_embeddings) head[0]->share_parameter("weight", tokens->table());

@@ -76,6 +76,8 @@ struct GptConfig {
   bool tie_embeddings = false;  // the LM head's weight is the token embedding's table
 };
 Sequential gpt_model(const GptConfig& config, Generator& gen);
+// One block of the llama model (the bracketed ops above), its residual channels named by `layer`.
+std::vector<std::shared_ptr<BasicOp>> llama_block(const GptConfig& config, int64_t layer, Generator& gen);
 // The width of a llama MLP's hidden layer for a model of width `width`.
 int64_t llama_hidden(int64_t width);
 // The attention heads of a config: kv_heads, or the preset's (heads / 2 for llama when heads is

@@ -13,6 +13,7 @@
 #include "ops/fused/forward_conv_bias_activation.h"
 #include "ops/fused/forward_linear_bias_activation.h"
 #include "ops/fused/forward_linear_bias_add.h"
+#include "ops/fused/forward_linear_gated_linear_unit.h"
 #include "ops/fused/forward_linear_scale_add.h"
 #include "ops/fused/lm_head_cross_entropy.h"
 
@@ -23,6 +24,7 @@ const bool kRegistered = [] {
   const FusionDefinition builtins[] = {
       forward_linear_bias_add_fusion(),  // before ForwardLinearBiasActivation, which would take its Linear, Bias
       forward_linear_scale_add_fusion(),
+      forward_linear_gated_linear_unit_fusion(),  // before ForwardLinearBiasActivation, which would take its Linear, Bias
       forward_linear_bias_activation_fusion(),
       forward_conv_bias_activation_fusion(),
       forward_add_norm_fusion(),  // after ForwardLinearBiasAdd: a residual add after a Linear goes there

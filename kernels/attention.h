@@ -6,6 +6,11 @@
 //
 //   scores:   s = q k^T * scale   [T, T], -inf above the diagonal when causal (a query sees only
 //             itself and earlier keys)
+//
+// With a KV cache (generation), the first `past` tokens of qkv are earlier ones whose keys and
+// values are attended over but which ask no query: the queries are the last T - past tokens, the
+// scores and probabilities [B, H, T - past, T], y [B, T - past, H D], and query i sees the keys up
+// to past + i. The backward kernels take past = 0 only (a cache is for forward without grad).
 //   backward: dq = ds k * scale,  dk = ds^T q * scale   (ds taken as 0 where masked), added to
 //             the grad of qkv passed on; a shared key head sums the dk of its query heads
 //   values:   y = p v   [T, D], written to columns h D .. of y [B, T, H D] (the heads side by side)
@@ -25,17 +30,21 @@ namespace fuselab::kernels {
 
 struct AttentionShape {
   int64_t batch, heads, kv_heads, tokens, head_dim;
+  int64_t past = 0;  // tokens before the first query (a KV cache's)
+  FUSELAB_HOST_DEVICE int64_t queries() const { return tokens - past; }
   FUSELAB_HOST_DEVICE int64_t width() const { return heads * head_dim; }  // H D: y's row
   FUSELAB_HOST_DEVICE int64_t group() const { return heads / kv_heads; }  // query heads per key head
   FUSELAB_HOST_DEVICE int64_t qkv_row() const { return (heads + 2 * kv_heads) * head_dim; }  // qkv's leading dim
   // Where token 0 of query head h, and of the key and value heads it reads, lie in qkv.
-  FUSELAB_HOST_DEVICE int64_t q_at(int64_t b, int64_t h) const { return b * tokens * qkv_row() + h * head_dim; }
+  FUSELAB_HOST_DEVICE int64_t q_at(int64_t b, int64_t h) const {
+    return (b * tokens + past) * qkv_row() + h * head_dim;
+  }
   FUSELAB_HOST_DEVICE int64_t k_at(int64_t b, int64_t h) const {
     return b * tokens * qkv_row() + (heads + h / group()) * head_dim;
   }
   FUSELAB_HOST_DEVICE int64_t v_at(int64_t b, int64_t h) const { return k_at(b, h) + kv_heads * head_dim; }
-  FUSELAB_HOST_DEVICE int64_t scores_at(int64_t b, int64_t h) const { return (b * heads + h) * tokens * tokens; }
-  FUSELAB_HOST_DEVICE int64_t output_at(int64_t b, int64_t h) const { return b * tokens * width() + h * head_dim; }
+  FUSELAB_HOST_DEVICE int64_t scores_at(int64_t b, int64_t h) const { return (b * heads + h) * queries() * tokens; }
+  FUSELAB_HOST_DEVICE int64_t output_at(int64_t b, int64_t h) const { return b * queries() * width() + h * head_dim; }
 };
 
 template <class T>

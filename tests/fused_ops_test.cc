@@ -13,10 +13,12 @@
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/bias.h"
+#include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/rmsnorm.h"
+#include "tensor/allocator.h"
 #include "tests/sequential_testing.h"
 
 namespace fuselab {
@@ -43,6 +45,11 @@ std::vector<FusionCase> cases() {
        0, "ForwardLinearBiasActivation(linear0, bias0, silu0)", "BackwardActivationBias(bias0, silu0)"},
       {"LinearBias", [](int64_t h) { return Ops{std::make_shared<Linear>(h, h + 1), std::make_shared<Bias>(h + 1, 0.5)}; },
        0, "ForwardLinearBiasActivation(linear0, bias0)", ""},
+      // 64h outputs: 300 rows take three of the CPU kernel's row panels in float64, the last one short.
+      {"LinearSwiGLU", [](int64_t h) { return Ops{std::make_shared<Linear>(h, 64 * h), std::make_shared<SwiGLU>()}; },
+       0, "ForwardLinearGatedLinearUnit(linear0, swiglu0)", ""},
+      {"LinearBiasGEGLU", [](int64_t h) { return Ops{std::make_shared<Linear>(h, 2 * h), std::make_shared<Bias>(2 * h, 0.5), std::make_shared<GEGLU>()}; },
+       0, "ForwardLinearGatedLinearUnit(linear0, bias0, geglu0)", ""},
       {"LinearBiasAdd", [](int64_t h) { return Ops{std::make_shared<Linear>(h, h), std::make_shared<Bias>(h, 0.5), std::make_shared<AddExtraInput>()}; },
        1, "ForwardLinearBiasAdd(linear0, bias0, addextrainput0)", ""},
       {"LinearAdd", [](int64_t h) { return Ops{std::make_shared<Linear>(h, h), std::make_shared<AddExtraInput>()}; },
@@ -186,6 +193,29 @@ TEST(BuiltinFusions, MlpBlockFusesBothPasses) {
             "AddExtraInput(addextrainput0), RMSNorm(rmsnorm0)]");
   const Tensor x = random_tensor({33, h}, DType::Float32, 3);
   testing::expect_fused_matches_unfused(seq, x, {x}, 1e-5, 1e-5);
+}
+
+// Without a backward to keep it for, ForwardLinearGatedLinearUnit holds one row panel of the
+// [rows, 2n] pre-activation at a time (1 MiB on the CPU), where unfused the Linear's whole output
+// is live until the SwiGLU has read it: 16 MiB here.
+TEST(BuiltinFusions, LinearGatedLinearUnitWithoutBackwardNeverHoldsThePreActivation) {
+  const int64_t rows = 2048, in = 64, n = 1024;
+  const Tensor x = random_tensor({rows, in}, DType::Float32, 4);
+  auto peak_of_forward = [&](bool fused) {
+    Sequential seq({std::make_shared<Linear>(in, 2 * n), std::make_shared<SwiGLU>()});
+    seq.set_fusion_switches(fused);
+    NoGradGuard no_grad;
+    CachingAllocator& allocator = CachingAllocator::of(Device::cpu());
+    allocator.empty_cache();
+    const size_t before = allocator.stats().bytes_in_use;
+    allocator.reset_peak();
+    const Tensor y = seq(x);
+    return allocator.stats().peak_bytes_in_use - before;
+  };
+  const size_t pre_bytes = size_t(rows) * 2 * n * sizeof(float), y_bytes = pre_bytes / 2;
+  const size_t unfused = peak_of_forward(false), fused = peak_of_forward(true);
+  EXPECT_GE(unfused, pre_bytes + y_bytes);
+  EXPECT_LE(fused, y_bytes + (size_t(1) << 20)) << "unfused " << unfused << " B";
 }
 
 // The second micro-batch's weight grad goes into the grad the first left, in place: no new

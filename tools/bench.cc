@@ -53,6 +53,8 @@
 //                  registered; loss: mean squared error against a random target
 //   gpt, llama     examples/gpt.cc's model with GPT-2's block or the llama preset's (ending in its
 //                  loss) on --tokens windows of random ids; --gpt-context, --layers, --gpt-heads
+//   llama_block    one block of the llama preset on x [--tokens, --gpt-context, H] requiring grad;
+//                  loss: mean squared error against a random target
 //   attention      the attention chain on random qkv; --batch, --heads, --kv-heads, --rope, --causal
 //   lm_head        a language model's head and loss, Linear [--vocab, H] then CrossEntropy against
 //                  random next tokens (its extra input), x [--tokens, H] requiring grad; fused, the
@@ -88,8 +90,8 @@ std::string model_names() {
 void add_size_flags(examples::Flags& flags, std::map<std::string, int64_t>& values) {
   for (const BenchModel& m : bench::bench_models()) {
     for (const bench::SizeFlag& f : m.size_flags) {
-      // A std::map's entries stay put, so the binding holds; models that share a size (gpt and
-      // llama) declare it once.
+      // A std::map's entries stay put, so the binding holds; models that share a size (gpt,
+      // llama and llama_block) declare it once.
       if (values.emplace(f.name, f.default_value).second) flags.add(f.name, values[f.name], f.help, f.range);
     }
   }
@@ -203,8 +205,8 @@ int main(int argc, char** argv) {
     std::map<std::string, int64_t> size_values;
     bool sweep = false, per_fusion = false, step = false;
     flags.add("model", model, "one of " + model_names());
-    flags.add("tokens", tokens, "rows of the batch (charlm: contexts, each predicting one character)", {1, 1 << 20});
-    flags.show("tokens", "4096; mnist_mlp's 128", "[1, 1048576]");
+    flags.add("tokens", tokens, "rows of the batch (charlm: contexts, each predicting one character; gpt, llama, llama_block: windows)", {1, 1 << 20});
+    flags.show("tokens", "4096; mnist_mlp's 128, lm_head's 8192, the gpt models' 32 windows", "[1, 1048576]");
     flags.add("hidden", hidden, "width of the model (mlp_block's H, charlm's MLP, custom_fusion's Linear)", {1, 1 << 16});
     flags.show("hidden", "the model's own", "[1, 65536]");  // 256 for the bench's blocks, the example's for its model
     add_size_flags(flags, size_values);

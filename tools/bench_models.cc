@@ -131,23 +131,50 @@ BenchModel custom_fusion() {
 
 examples::GptConfig gpt_config(const ModelSizes& s, const std::string& arch) {
   examples::GptConfig c;
-  c.width = s.hidden, c.context = s.extra.at("gpt-context"), c.layers = s.extra.at("layers"),
-  c.heads = s.extra.at("gpt-heads"), c.arch = arch;
+  c.width = s.hidden, c.context = s.extra.at("gpt-context"), c.heads = s.extra.at("gpt-heads"), c.arch = arch;
+  if (s.extra.count("layers")) c.layers = s.extra.at("layers");
   return c;
+}
+
+// The batch of the models built from examples::GptConfig: windows of --gpt-context tokens.
+constexpr int64_t kGptWindows = 32;
+
+// The size flags of the models built from examples::GptConfig (gpt, llama, llama_block).
+std::vector<SizeFlag> gpt_size_flags() {
+  const examples::GptConfig d;
+  return {{"gpt-context", "gpt, llama and llama_block: characters of context", d.context, {1, 4096}},
+          {"layers", "gpt and llama: transformer blocks", d.layers, {1, 64}},
+          {"gpt-heads", "gpt, llama and llama_block: attention heads (--hidden must be a multiple)", d.heads, {1, 1024}}};
 }
 
 // gpt's model (examples/models.h) with the block `arch`: GPT-2's, or the llama preset's (ending in
 // its loss, the fused LM head), on --tokens windows of --gpt-context characters each.
 BenchModel gpt(const std::string& arch) {
-  const examples::GptConfig d;
-  BenchModel m{arch == "llama" ? "llama" : "gpt", d.width,
-               {{"gpt-context", "gpt and llama: characters of context", d.context, {1, 4096}},
-                {"layers", "gpt and llama: transformer blocks", d.layers, {1, 64}},
-                {"gpt-heads", "gpt and llama: attention heads (--hidden must be a multiple)", d.heads, {1, 1024}}},
-               nullptr, nullptr, nullptr};
+  BenchModel m{arch == "llama" ? "llama" : "gpt", examples::GptConfig{}.width, gpt_size_flags(), nullptr, nullptr,
+               nullptr};
+  m.default_tokens = kGptWindows;
   m.build = [arch](const ModelSizes& s, Generator& gen) { return examples::gpt_model(gpt_config(s, arch), gen); };
   m.batch = [arch](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
     return examples::gpt_batch(gpt_config(s, arch), s.tokens, dtype, device, gen);
+  };
+  return m;
+}
+
+// One block of the llama preset (examples::llama_block: RMSNorm, qkv, RotaryEmbedding, GQA
+// attention, projection, residual; RMSNorm, gate | up, SwiGLU, down, residual) on x [--tokens,
+// --gpt-context, --hidden] requiring grad; loss: mean squared error against a random target.
+BenchModel llama_block() {
+  std::vector<SizeFlag> flags = gpt_size_flags();
+  flags.erase(flags.begin() + 1);  // one block: no --layers
+  BenchModel m{"llama_block", examples::GptConfig{}.width, flags, nullptr, nullptr, nullptr};
+  m.default_tokens = kGptWindows;
+  m.build = [](const ModelSizes& s, Generator& gen) {
+    return Sequential(examples::llama_block(gpt_config(s, "llama"), 0, gen));
+  };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    Tensor x = randn({s.tokens, s.extra.at("gpt-context"), s.hidden}, dtype, &gen).to(device);
+    x.set_requires_grad(true);
+    return Batch{x, {}, mse_against_random_target(x.shape(), dtype, device, gen)};
   };
   return m;
 }
@@ -209,7 +236,7 @@ BenchModel lm_head() {
 
 const std::vector<BenchModel>& bench_models() {
   static const std::vector<BenchModel> models{mlp_block(),    norm_block(), charlm(), classify(),  mnist_mlp(),
-                                              custom_fusion(), gpt("gpt2"),  gpt("llama"), attention(), lm_head()};
+                                              custom_fusion(), gpt("gpt2"),  gpt("llama"), llama_block(), attention(), lm_head()};
   return models;
 }
 

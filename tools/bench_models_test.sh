@@ -68,7 +68,7 @@ expect_error() {  # message, then the bench's arguments
   if "$bench" "$@" >/dev/null 2>"$dir/err.txt"; then echo "FAIL: accepted $*"; exit 1; fi
   grep -qF -- "$message" "$dir/err.txt" || { echo "FAIL: $* said: $(cat "$dir/err.txt")"; exit 1; }
 }
-expect_error "unknown --model nope; known: mlp_block, norm_block, charlm, classify, mnist_mlp, custom_fusion, gpt, llama, attention, lm_head, rmsnorm" --model nope
+expect_error "unknown --model nope; known: mlp_block, norm_block, charlm, classify, mnist_mlp, custom_fusion, gpt, llama, llama_block, attention, lm_head, rmsnorm" --model nope
 expect_error "--blocks is a size of --model charlm, not of --model mlp_block" --model mlp_block --blocks 3
 expect_error "--features is a size of --model classify, not of --model charlm" --model charlm --features 3
 expect_error "--context: 0 is outside [1, 32]" --model charlm --context 0

@@ -11,14 +11,14 @@ using cpu::gemm;
 
 template <class T>
 void AttentionScoresForward<T>::cpu(KernelContext&) const {
-  const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row();
+  const int64_t q = s.queries(), t = s.tokens, d = s.head_dim, ld = s.qkv_row();
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
       T* out = scores + s.scores_at(b, h);
-      gemm<T>(false, true, t, t, d, T(scale), qkv + s.q_at(b, h), ld, qkv + s.k_at(b, h), ld, T(0), out, t);
+      gemm<T>(false, true, q, t, d, T(scale), qkv + s.q_at(b, h), ld, qkv + s.k_at(b, h), ld, T(0), out, t);
       if (!causal) continue;
       const T minus_infinity = T(-std::numeric_limits<float>::infinity());
-      for (int64_t i = 0; i < t; ++i) std::fill(out + i * t + i + 1, out + (i + 1) * t, minus_infinity);
+      for (int64_t i = 0; i < q; ++i) std::fill(out + i * t + s.past + i + 1, out + (i + 1) * t, minus_infinity);
     }
   }
 }
@@ -49,10 +49,10 @@ void AttentionScoresBackward<T>::cpu(KernelContext& ctx) const {
 
 template <class T>
 void AttentionValuesForward<T>::cpu(KernelContext&) const {
-  const int64_t t = s.tokens, d = s.head_dim;
+  const int64_t q = s.queries(), t = s.tokens, d = s.head_dim;
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      gemm<T>(false, false, t, d, t, T(1), probs + s.scores_at(b, h), t, qkv + s.v_at(b, h), s.qkv_row(), T(0),
+      gemm<T>(false, false, q, d, t, T(1), probs + s.scores_at(b, h), t, qkv + s.v_at(b, h), s.qkv_row(), T(0),
               y + s.output_at(b, h), s.width());
     }
   }

@@ -11,22 +11,23 @@
 namespace fuselab::kernels::cuda {
 namespace {
 
-// Over [B H, T, T]: out = -inf above the diagonal and x elsewhere (out may be x), or 0 above it
-// when `zero` (the masked grad).
+// Over [B H, queries, tokens]: out = -inf where key col lies after query row (col > past + row)
+// and x elsewhere (out may be x), or 0 there when `zero` (the masked grad).
 template <class T>
-__global__ void causal_mask_kernel(const T* x, T* out, int64_t n, int64_t tokens, bool zero) {
+__global__ void causal_mask_kernel(const T* x, T* out, int64_t n, int64_t queries, int64_t tokens, int64_t past,
+                                   bool zero) {
   FUSELAB_GRID_STRIDE_LOOP(i, n) {
-    const int64_t col = i % tokens, row = (i / tokens) % tokens;
-    out[i] = col > row ? T(zero ? 0.0f : -INFINITY) : x[i];
+    const int64_t col = i % tokens, row = (i / tokens) % queries;
+    out[i] = col > past + row ? T(zero ? 0.0f : -INFINITY) : x[i];
   }
 }
 
 template <class T>
 void causal_mask(const T* x, T* out, const AttentionShape& s, bool zero, int device) {
-  const int64_t n = s.batch * s.heads * s.tokens * s.tokens;
+  const int64_t n = s.batch * s.heads * s.queries() * s.tokens;
   if (n == 0) return;
   use_device(device);
-  causal_mask_kernel<T><<<blocks_for(n), kThreads>>>(x, out, n, s.tokens, zero);
+  causal_mask_kernel<T><<<blocks_for(n), kThreads>>>(x, out, n, s.queries(), s.tokens, s.past, zero);
   check_launch("causal_mask_kernel");
 }
 
@@ -38,10 +39,10 @@ using namespace cuda;
 
 template <class T>
 void AttentionScoresForward<T>::cuda(KernelContext& ctx) const {
-  const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row();
+  const int64_t q = s.queries(), t = s.tokens, d = s.head_dim, ld = s.qkv_row();
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      gemm<T>(false, true, t, t, d, scale, qkv + s.q_at(b, h), ld, qkv + s.k_at(b, h), ld, 0, scores + s.scores_at(b, h),
+      gemm<T>(false, true, q, t, d, scale, qkv + s.q_at(b, h), ld, qkv + s.k_at(b, h), ld, 0, scores + s.scores_at(b, h),
               t, ctx.device);
     }
   }
@@ -72,10 +73,10 @@ void AttentionScoresBackward<T>::cuda(KernelContext& ctx) const {
 
 template <class T>
 void AttentionValuesForward<T>::cuda(KernelContext& ctx) const {
-  const int64_t t = s.tokens, d = s.head_dim;
+  const int64_t q = s.queries(), t = s.tokens, d = s.head_dim;
   for (int64_t b = 0; b < s.batch; ++b) {
     for (int64_t h = 0; h < s.heads; ++h) {
-      gemm<T>(false, false, t, d, t, 1, probs + s.scores_at(b, h), t, qkv + s.v_at(b, h), s.qkv_row(), 0,
+      gemm<T>(false, false, q, d, t, 1, probs + s.scores_at(b, h), t, qkv + s.v_at(b, h), s.qkv_row(), 0,
               y + s.output_at(b, h), s.width(), ctx.device);
     }
   }

@@ -1,7 +1,9 @@
 // The CUDA bodies of kernels/gated_linear_unit.h: one thread per output element.
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/gemm.h"
 #include "kernels/gated_linear_unit.h"
 #include "kernels/gated_linear_unit_math.h"
+#include "kernels/linear_epilogue.h"
 
 namespace fuselab::kernels::cuda {
 namespace {
@@ -48,6 +50,19 @@ void GatedLinearUnitBackward<T>::cuda(KernelContext& ctx) const {
     glu_backward_kernel<decltype(math), T><<<blocks_for(rows * n), kThreads>>>(x, dy, dx, rows * n, n);
   });
   check_launch("glu_backward_kernel");
+}
+
+// The GEMM (with cuBLASLt's bias epilogue when there is a bias: LinearBiasActivationForward),
+// then the GLU kernel: the unfused pair in one call, as a GPU has no L2 panel to keep.
+template <class T>
+void LinearGatedLinearUnitForward<T>::cuda(KernelContext& ctx) const {
+  T* p = pre ? pre : ctx.scratch<T>(rows * 2 * n);
+  if (b) {
+    LinearBiasActivationForward<T>{x, w, b, Activation::None, nullptr, p, rows, in, 2 * n, nullptr}.cuda(ctx);
+  } else {
+    gemm<T>(false, true, rows, 2 * n, in, 1, x, in, w, in, 0, p, 2 * n, ctx.device);
+  }
+  GatedLinearUnitForward<T>{gate, p, y, rows, n}.cuda(ctx);
 }
 
 FUSELAB_GATED_LINEAR_UNIT_KERNELS(FUSELAB_INSTANTIATE_CUDA)

@@ -1,5 +1,6 @@
 #include "ops/basic/attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "ops/basic/dropout.h"
@@ -33,16 +34,44 @@ kernels::AttentionShape attention_shape(const std::string& op, const Tensor& qkv
 AttentionScores::AttentionScores(AttentionHeads heads, bool causal)
     : BasicOp("AttentionScores"), heads_(heads), causal_(causal) {}
 
+Tensor AttentionScores::attend_over(const OpContext& ctx, const Tensor& qkv) const {
+  const Tensor* cache = find_call_arg<Tensor>(ctx.call_args.get(), "kv_cache", describe());
+  const int64_t* length = find_call_arg<int64_t>(ctx.call_args.get(), "cache_length", describe());
+  check(bool(cache) == bool(length), describe(), ": a KV cache takes both kv_cache and cache_length");
+  if (!cache) return qkv;
+  check(!ctx.requires_backward(), describe(), ": a KV cache is for a forward without grad (generation)");
+  const int64_t batch = qkv.size(0), tokens = qkv.size(1), columns = qkv.size(2), past = *length;
+  check(cache->defined() && cache->dim() == 3 && cache->size(0) == batch && cache->size(2) == columns &&
+            cache->dtype() == qkv.dtype() && cache->device() == qkv.device(),
+        describe(), ": kv_cache ", cache->defined() ? cache->shape() : Shape{}, " ",
+        cache->defined() ? dtype_name(cache->dtype()) : "", " on ", cache->defined() ? cache->device().str() : "",
+        " does not hold qkv ", qkv.shape(), " ", dtype_name(qkv.dtype()), " on ", qkv.device().str(),
+        ": expected [", batch, ", capacity, ", columns, "]");
+  const int64_t capacity = cache->size(1);
+  check(past >= 0 && past + tokens <= capacity, describe(), ": cache_length ", past, " + ", tokens,
+        " new tokens do not fit the KV cache's ", capacity);
+  Tensor full = batch == 1 ? Tensor() : empty({batch, past + tokens, columns}, qkv.dtype(), qkv.device());
+  for (int64_t b = 0; b < batch; ++b) {
+    const Tensor rows = cache->slice(b, b + 1).view({capacity, columns});
+    rows.slice(past, past + tokens).copy_(qkv.slice(b, b + 1).view({tokens, columns}));
+    if (batch > 1) full.slice(b, b + 1).view({past + tokens, columns}).copy_(rows.slice(0, past + tokens));
+  }
+  return batch == 1 ? cache->view({capacity, columns}).slice(0, past + tokens).view({1, past + tokens, columns}) : full;
+}
+
 OpForward AttentionScores::op_forward(OpContext& ctx, const Tensor& qkv, const std::vector<Tensor>&) {
   check_input(qkv, -1);
-  const kernels::AttentionShape s = attention_shape(describe(), qkv, heads_);
-  Tensor scores = empty({s.batch, s.heads, s.tokens, s.tokens}, qkv.dtype(), qkv.device());
+  attention_shape(describe(), qkv, heads_);
+  const Tensor keys = attend_over(ctx, qkv);
+  kernels::AttentionShape s = attention_shape(describe(), keys, heads_);
+  s.past = keys.size(1) - qkv.size(1);
+  Tensor scores = empty({s.batch, s.heads, s.queries(), s.tokens}, qkv.dtype(), qkv.device());
   launch_floating<WithBFloat16::Yes>("AttentionScores", qkv, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::AttentionScoresForward<T>{s, qkv.ptr<T>(), scores.ptr<T>(), compute_t<T>(score_scale(s)), causal_};
+    return kernels::AttentionScoresForward<T>{s, keys.ptr<T>(), scores.ptr<T>(), compute_t<T>(score_scale(s)), causal_};
   });
   if (ctx.requires_backward()) ctx.save<AttentionScoresSaved>().qkv = qkv;
-  return {scores, {qkv}};
+  return {scores, {keys}};
 }
 
 OpBackward AttentionScores::op_backward(OpContext& ctx, const Tensor& dscores, const std::vector<Tensor>& grad_extra) {
@@ -68,13 +97,16 @@ AttentionValues::AttentionValues(AttentionHeads heads) : BasicOp("AttentionValue
 OpForward AttentionValues::op_forward(OpContext& ctx, const Tensor& probs, const std::vector<Tensor>& extra) {
   check_input(probs, -1);
   const Tensor& qkv = extra.at(0);
-  const kernels::AttentionShape s = attention_shape(describe(), qkv, heads_);
-  check(probs.shape() == Shape{s.batch, s.heads, s.tokens, s.tokens} && probs.dtype() == qkv.dtype() &&
+  kernels::AttentionShape s = attention_shape(describe(), qkv, heads_);
+  // Fewer queries than keys: the last ones, after a KV cache's earlier tokens (no backward then).
+  const int64_t queries = probs.dim() == 4 && !ctx.requires_backward() ? probs.size(2) : s.tokens;
+  s.past = s.tokens - std::min(queries, s.tokens);
+  check(probs.shape() == Shape{s.batch, s.heads, s.queries(), s.tokens} && probs.dtype() == qkv.dtype() &&
             probs.device() == qkv.device(),
         describe(), ": probabilities ", probs.shape(), " ", probs.dtype(), " on ", probs.device(),
         " do not match qkv ", qkv.shape(), " ", qkv.dtype(), " on ", qkv.device(), ": expected [", s.batch, ", ",
-        s.heads, ", ", s.tokens, ", ", s.tokens, "]");
-  Tensor y = empty({s.batch, s.tokens, s.width()}, qkv.dtype(), qkv.device());
+        s.heads, ", ", s.queries(), ", ", s.tokens, "]");
+  Tensor y = empty({s.batch, s.queries(), s.width()}, qkv.dtype(), qkv.device());
   launch_floating<WithBFloat16::Yes>("AttentionValues", qkv, [&](auto zero) {
     using T = decltype(zero);
     return kernels::AttentionValuesForward<T>{s, probs.ptr<T>(), qkv.ptr<T>(), y.ptr<T>()};

@@ -11,6 +11,14 @@
 //   AttentionValues(heads)          y = p v per head, heads side by side   [B, T, H D]; qkv comes in
 //                                   as an extra input (a channel from AttentionScores)
 //
+// With a KV cache (generation, forward without grad), AttentionScores takes the per-call
+// arguments "kv_cache", a Tensor [B, capacity, (H + 2 K) D] of the qkv rows of earlier tokens that
+// the caller owns, and "cache_length", how many rows of it are filled (P). It writes this call's
+// qkv rows into the cache at rows [P, P + T), and its queries attend over all P + T tokens (token
+// P + i sees keys up to P + i when causal): scores [B, H, T, P + T]. It passes the cache's first
+// P + T rows on to AttentionValues, which takes the probabilities' last T rows as queries.
+// examples/kv_cache.h fills these arguments for a whole model.
+//
 // Backward: AttentionValues gives dp = dy v^T and, for its extra input, dv = p^T dy in qkv's v
 // columns; AttentionScores gives dq = ds k / sqrt(D) and dk = ds^T q / sqrt(D) in the q and k
 // columns and adds the grad of its extra output (dv). The math is in kernels/attention.h.
@@ -59,10 +67,15 @@ class AttentionScores : public BasicOp {
   const AttentionHeads& heads() const { return heads_; }
   bool causal() const { return causal_; }
   int num_extra_outputs() const override { return 1; }
+  std::vector<std::string> call_arg_keys() const override { return {"kv_cache", "cache_length"}; }
   OpForward op_forward(OpContext& ctx, const Tensor& qkv, const std::vector<Tensor>&) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dscores, const std::vector<Tensor>& grad_extra) override;
 
  private:
+  // qkv written into this call's KV cache after its P filled rows, and the cache's first P + T
+  // rows (the tensor attended over); qkv itself when the call gave no cache.
+  Tensor attend_over(const OpContext& ctx, const Tensor& qkv) const;
+
   AttentionHeads heads_;
   bool causal_;
 };

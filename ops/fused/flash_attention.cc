@@ -33,6 +33,9 @@ FusedForward FlashAttention::fuser_forward(const std::vector<OpContext*>& ctxs, 
                                            const TensorLists&) {
   const size_t first = scores_index();
   const AttentionScores& scores = op<AttentionScores>(first);
+  if (find_call_arg<Tensor>(ctxs[first]->call_args.get(), "kv_cache", scores.describe())) {
+    return forward_unfused(ctxs, qkv);
+  }
   scores.check_input(qkv, -1);
   const kernels::AttentionShape s = attention_shape(describe(), qkv, scores.heads());
   const RotaryTables rotary = rotates() ? op<RotaryEmbedding>(0).tables_for(*ctxs[0], qkv) : RotaryTables{};
@@ -56,6 +59,20 @@ FusedForward FlashAttention::fuser_forward(const std::vector<OpContext*>& ctxs, 
   // AttentionScores passes qkv on; rotated, it is never made, and the pattern lets it go nowhere else.
   extra_outputs[first] = {rotates() ? Tensor() : qkv};
   return {y, extra_outputs};
+}
+
+FusedForward FlashAttention::forward_unfused(const std::vector<OpContext*>& ctxs, const Tensor& qkv) {
+  const size_t first = scores_index(), last = basic_ops().size() - 1;
+  TensorLists extra_outputs(basic_ops().size());
+  Tensor h = qkv;
+  for (size_t i = 0; i < last; ++i) {
+    OpForward step = basic_ops()[i]->op_forward(*ctxs[i], h, {});
+    if (i == first) extra_outputs[first] = step.extra_outputs;
+    h = step.output;
+  }
+  h = basic_ops()[last]->op_forward(*ctxs[last], h, extra_outputs[first]).output;
+  if (rotates()) extra_outputs[first] = {Tensor()};  // as the fused path: the rotated qkv goes nowhere else
+  return {h, extra_outputs};
 }
 
 FusedBackward FlashAttention::fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,

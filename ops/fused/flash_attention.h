@@ -5,7 +5,9 @@
 // saves qkv, the output and the per-row log-sum-exp only (FlashAttentionSaved, in the first op's
 // context), and its backward recomputes the probabilities tile by tile. Dropout, when present and
 // training, applies the Dropout op's own counter-based mask, drawn from that op's seed, so fused
-// and unfused agree exactly. The math is in kernels/flash_attention.h.
+// and unfused agree exactly. The math is in kernels/flash_attention.h. A call that gives
+// AttentionScores a KV cache (generation: a few queries over many cached keys, no backward) runs
+// the covered basic ops' forwards instead, which take the cache.
 #pragma once
 
 #include "kernels/flash_attention.h"
@@ -40,6 +42,9 @@ class FlashAttention : public FusedOp {
   bool rotates() const;           // covers a RotaryEmbedding (the first op)
   size_t scores_index() const;    // where AttentionScores is among the basic ops
   Dropout* dropout() const;        // the Dropout, if covered
+  // The covered basic ops' forwards one after another, AttentionScores' extra output passed to
+  // AttentionValues: the path of a call with a KV cache.
+  FusedForward forward_unfused(const std::vector<OpContext*>& ctxs, const Tensor& qkv);
 };
 
 // The fusion that makes it: its pattern, with the reason for each predicate, and its example model.
