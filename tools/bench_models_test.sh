@@ -56,7 +56,7 @@ check("custom_fusion", "custom.txt", "bench_custom.txt", "custom.json", {},
       expected={"ForwardLinearSquare", "BackwardSquareScale"})
 PY
 
-for model in charlm classify custom_fusion lm_head; do
+for model in charlm classify custom_fusion lm_head llama_block; do
   "$bench" --model "$model" --tokens 16 --iters 1 --json "$dir/$model.json" >/dev/null
   python3 -c 'import json, sys; [r] = json.load(open(sys.argv[1])); assert r["model"] == sys.argv[2] and r["fused_fwd_bwd_ms"] > 0, r' \
     "$dir/$model.json" "$model"
@@ -72,7 +72,8 @@ expect_error "unknown --model nope; known: mlp_block, norm_block, charlm, classi
 expect_error "--blocks is a size of --model charlm, not of --model mlp_block" --model mlp_block --blocks 3
 expect_error "--features is a size of --model classify, not of --model charlm" --model charlm --features 3
 expect_error "--context: 0 is outside [1, 32]" --model charlm --context 0
+expect_error "--layers is a size of --model gpt or llama, not of --model llama_block" --model llama_block --layers 2
 expect_error "--per-fusion times one shape" --model charlm --per-fusion --sweep
-"$bench" --help | grep -qF "one of mlp_block, norm_block, charlm, classify, mnist_mlp, custom_fusion, gpt, llama, attention, lm_head, rmsnorm" ||
+"$bench" --help | grep -qF "one of mlp_block, norm_block, charlm, classify, mnist_mlp, custom_fusion, gpt, llama, llama_block, attention, lm_head, rmsnorm" ||
   { echo "FAIL: --help does not list the models"; exit 1; }
 echo PASS
