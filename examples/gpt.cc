@@ -19,6 +19,7 @@
 #include "data/fortune_reader.h"
 #include "data/text_corpus.h"
 #include "data/window_sampler.h"
+#include "examples/generation.h"
 #include "examples/gpt_flags.h"
 #include "examples/language_model.h"
 #include "examples/models.h"

@@ -1,5 +1,7 @@
 #include "examples/gpt_flags.h"
 
+#include <vector>
+
 #include "tensor/error.h"
 
 namespace fuselab::examples {
@@ -32,6 +34,28 @@ void check_gpt_model_flags(const GptConfig& model) {
         " does not divide --heads=", model.heads);
   check(model.width / model.heads % 2 == 0, "gpt: --arch=llama rotates halves of each head, but --width=",
         model.width, " over --heads=", model.heads, " gives heads of odd size ", model.width / model.heads);
+}
+
+GptConfig gpt_model_of_checkpoint(const Metadata& settings, const std::string& path) {
+  Flags flags("checkpoint", "");
+  GptConfig model;
+  add_gpt_model_flags(flags, model);
+  std::vector<std::string> args{"checkpoint"};
+  for (const char* name : {"arch", "kv-heads", "rope-theta", "tie-embeddings", "context", "layers", "heads", "width",
+                           "dropout"}) {
+    const auto it = settings.find(std::string("--") + name);
+    check(it != settings.end(), "checkpoint ", path, " does not record --", name, ": not a checkpoint of gpt");
+    args.push_back(it->first + "=" + it->second);
+  }
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  try {
+    flags.parse(int(argv.size()), argv.data());
+    check_gpt_model_flags(model);
+  } catch (const Error& e) {
+    fail("checkpoint ", path, ": ", e.what());
+  }
+  return model;
 }
 
 }  // namespace fuselab::examples

@@ -2,13 +2,21 @@
 // and, for llama, its heads and rotary base.
 #pragma once
 
+#include <string>
+
 #include "examples/flags.h"
 #include "examples/models.h"
+#include "tensor/safetensors.h"
 
 namespace fuselab::examples {
 
 void add_gpt_model_flags(Flags& flags, GptConfig& model);
 // After Flags::parse: throws fuselab::Error, naming the flags, for a model the flags cannot make.
 void check_gpt_model_flags(const GptConfig& model);
+
+// The model a checkpoint of gpt (at `path`) was saved with: its recorded settings (the flags
+// above, as "--context" -> "64") read and checked as gpt reads its command line; vocab is left
+// to the caller. A setting the checkpoint lacks is an Error naming it and the file.
+GptConfig gpt_model_of_checkpoint(const Metadata& settings, const std::string& path);
 
 }  // namespace fuselab::examples

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "autograd/functional.h"
-#include "examples/kv_cache.h"
 #include "ops/basic/cross_entropy.h"
 #include "tensor/factories.h"
 
@@ -66,48 +65,6 @@ double validation_loss(Sequential& model, const Tensor& tokens, int64_t context,
   }
   model.train();
   return total / double(targets);
-}
-
-int64_t sample_index(const std::vector<float>& logits, double temperature, Generator& gen) {
-  int64_t best = int64_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
-  if (temperature <= 0) return best;
-  const float top = logits[size_t(best)];
-  std::vector<double> weights(logits.size());
-  double total = 0;
-  for (size_t j = 0; j < logits.size(); ++j) total += weights[j] = std::exp((logits[j] - top) / temperature);
-  double u = gen.uniform() * total;
-  for (size_t j = 0; j < logits.size(); ++j) {
-    if ((u -= weights[j]) < 0) return int64_t(j);
-  }
-  return best;
-}
-
-std::string sample_text(Sequential& model, const CharVocabulary& vocab, const std::string& prompt, int64_t length,
-                        int64_t context, int64_t head_dim, double temperature, Generator& gen, Device device) {
-  NoGradGuard no_grad;
-  model.eval();
-  Sequential without_loss = ends_in_loss(model) ? model.slice(0, -1) : Sequential();
-  Sequential& logits_of = ends_in_loss(model) ? without_loss : model;
-  check(!prompt.empty(), "sample_text: the prompt needs at least one character (the model has no start token)");
-  KVCache cache(logits_of, 1, context, head_dim, model.parameters().at(0).dtype(), device);
-  std::vector<int64_t> ids = vocab.encode(prompt).to_vector<int64_t>();
-  std::vector<int64_t> pending(ids.end() - std::min<int64_t>(context, int64_t(ids.size())), ids.end());
-  std::vector<int64_t> generated;
-  const int64_t v = vocab.size();
-  for (int64_t i = 0; i < length; ++i) {
-    if (cache.length() + int64_t(pending.size()) > context) {  // full: slide by half a context
-      cache.clear();
-      pending.assign(ids.end() - std::max<int64_t>(1, context / 2), ids.end());
-    }
-    const int64_t t = int64_t(pending.size());
-    const Tensor logits = cache.forward(logits_of, from_vector<int64_t>(pending, {1, t}).to(device)).to(Device::cpu());
-    const int64_t next = sample_index(logits.view({t, v}).slice(t - 1, t).to_vector<float>(), temperature, gen);
-    ids.push_back(next);
-    generated.push_back(next);
-    pending = {next};
-  }
-  model.train();
-  return vocab.decode(generated);
 }
 
 }  // namespace fuselab::examples

@@ -32,15 +32,4 @@ bool ends_in_loss(const Sequential& model);
 // tokens before it in its window of at most `context` (the windows do not overlap).
 double validation_loss(Sequential& model, const Tensor& tokens, int64_t context, int64_t vocab, Device device);
 
-// `length` characters after `prompt`, each drawn from softmax(logits / temperature) of the
-// characters before it (the most likely one at temperature 0). The model runs with a KV cache
-// (examples/kv_cache.h; head_dim is its attention's head size): the prompt's last `context`
-// characters in one forward, then one forward per character. When the cache holds `context`
-// characters it starts again from the last context / 2 (a window that slides by half a context).
-std::string sample_text(Sequential& model, const CharVocabulary& vocab, const std::string& prompt, int64_t length,
-                        int64_t context, int64_t head_dim, double temperature, Generator& gen, Device device);
-
-// The index drawn from softmax(logits / temperature) (the largest logit at temperature 0).
-int64_t sample_index(const std::vector<float>& logits, double temperature, Generator& gen);
-
 }  // namespace fuselab::examples

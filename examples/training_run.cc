@@ -1,6 +1,7 @@
 #include "examples/training_run.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -142,7 +143,7 @@ TrainingRun::TrainingRun(std::string program, RunFlags flags, Sequential& model,
 
 TrainingRun::~TrainingRun() = default;
 
-void TrainingRun::record_text(const std::string& name, const std::string& text) {
+std::string quote_setting(const std::string& text) {
   std::string quoted = "\"";
   for (const char c : text) {
     const auto byte = static_cast<unsigned char>(c);
@@ -158,7 +159,32 @@ void TrainingRun::record_text(const std::string& name, const std::string& text) 
       quoted += c;
     }
   }
-  settings_.settings[name] = quoted + "\"";
+  return quoted + "\"";
+}
+
+std::string unquote_setting(const std::string& quoted) {
+  auto bad = [&] { fail("the recorded text ", quoted.substr(0, 40), " is not quoted as quote_setting writes it"); };
+  if (quoted.size() < 2 || quoted.front() != '"' || quoted.back() != '"') bad();
+  std::string text;
+  for (size_t i = 1; i + 1 < quoted.size(); ++i) {
+    if (quoted[i] != '\\') {
+      text += quoted[i];
+    } else if (i + 2 < quoted.size() && quoted[i + 1] == 'n') {
+      text += '\n', ++i;
+    } else if (i + 2 < quoted.size() && (quoted[i + 1] == '"' || quoted[i + 1] == '\\')) {
+      text += quoted[++i];
+    } else if (i + 4 < quoted.size() && quoted[i + 1] == 'x' && std::isxdigit(quoted[i + 2]) &&
+               std::isxdigit(quoted[i + 3])) {
+      text += char(std::stoi(quoted.substr(i + 2, 2), nullptr, 16)), i += 3;
+    } else {
+      bad();
+    }
+  }
+  return text;
+}
+
+void TrainingRun::record_text(const std::string& name, const std::string& text) {
+  settings_.settings[name] = quote_setting(text);
 }
 
 std::string TrainingRun::checkpoint_file() const {

@@ -140,6 +140,11 @@ class TrainingRun {
   std::chrono::steady_clock::time_point begin_;
 };
 
+// A text as a recorded setting: quoted, with \n, \", \\ and \xNN for bytes outside printable
+// ASCII (TrainingRun::record_text); and back, an Error for a text not quoted so.
+std::string quote_setting(const std::string& text);
+std::string unquote_setting(const std::string& quoted);
+
 // Runs a program's main body, given main's arguments: first chooses passive OpenMP waits
 // (runtime/runtime.h), then runs `body`; an exception is printed as "error: <what>" and exits 1.
 int main_reporting_errors(int argc, char** argv, const std::function<int()>& body);

@@ -47,7 +47,35 @@ void check_settings(const std::string& path, const Metadata& saved, const Metada
   }
 }
 
+// Every tensor of the file is finite, every one that is neither the optimizer's nor the run's is a
+// parameter of `params`, and every parameter is there with its shape and dtype.
+void check_parameters(const std::string& path, const Safetensors& file, const NamedTensors& params) {
+  for (const auto& [name, value] : file.tensors) {
+    if (!starts_with(name, kOptimizerPrefix) && !starts_with(name, kRunPrefix)) {
+      check(params.count(name), "checkpoint ", path, ": tensor '", name, "' is not a parameter of the model");
+    }
+    const int64_t non_finite = count_non_finite(value);
+    check(non_finite == 0, "checkpoint ", path, ": tensor '", name, "' holds ", non_finite,
+          " NaN or infinite value(s)");
+  }
+  for (const auto& [name, param] : params) {
+    auto it = file.tensors.find(name);
+    check(it != file.tensors.end(), "checkpoint ", path, ": parameter '", name, "' is missing");
+    check(it->second.shape() == param.shape() && it->second.dtype() == param.dtype(), "checkpoint ", path,
+          ": parameter '", name, "' has shape ", it->second.shape(), " ", it->second.dtype(), ", the model has ",
+          param.shape(), " ", param.dtype());
+  }
+}
+
 }  // namespace
+
+Metadata checkpoint_settings(const std::string& path) { return run_entries(load_safetensors(path).metadata); }
+
+void load_checkpoint_parameters(const std::string& path, const NamedTensors& params) {
+  const Safetensors file = load_safetensors(path);
+  check_parameters(path, file, params);
+  for (const auto& [name, param] : params) Tensor(param).copy_(file.tensors.at(name));
+}
 
 void save_checkpoint(const std::string& path, const NamedTensors& params, const Optimizer& optimizer, int64_t step,
                      const RunState& run) {
@@ -64,25 +92,12 @@ void save_checkpoint(const std::string& path, const NamedTensors& params, const 
 int64_t load_checkpoint(const std::string& path, const NamedTensors& params, Optimizer& optimizer, RunState* run) {
   Safetensors file = load_safetensors(path);
   if (run) check_settings(path, file.metadata, run->settings);
+  check_parameters(path, file, params);
   NamedTensors optimizer_state;
   for (const auto& [name, value] : file.tensors) {
-    if (starts_with(name, kOptimizerPrefix)) {
-      optimizer_state[name.substr(kOptimizerPrefix.size())] = value;
-    } else if (!starts_with(name, kRunPrefix)) {
-      check(params.count(name), "checkpoint ", path, ": tensor '", name, "' is not a parameter of the model");
-    }
-    const int64_t non_finite = count_non_finite(value);
-    check(non_finite == 0, "checkpoint ", path, ": tensor '", name, "' holds ", non_finite,
-          " NaN or infinite value(s)");
+    if (starts_with(name, kOptimizerPrefix)) optimizer_state[name.substr(kOptimizerPrefix.size())] = value;
   }
   const int64_t step = checked_step(path, file.metadata, optimizer_state);
-  for (const auto& [name, param] : params) {
-    auto it = file.tensors.find(name);
-    check(it != file.tensors.end(), "checkpoint ", path, ": parameter '", name, "' is missing");
-    check(it->second.shape() == param.shape() && it->second.dtype() == param.dtype(), "checkpoint ", path,
-          ": parameter '", name, "' has shape ", it->second.shape(), " ", it->second.dtype(), ", the model has ",
-          param.shape(), " ", param.dtype());
-  }
   try {
     optimizer.load_state(optimizer_state);  // validates before anything is copied below
   } catch (const Error& e) {

@@ -34,4 +34,10 @@ void save_checkpoint(const std::string& path, const NamedTensors& params, const 
 int64_t load_checkpoint(const std::string& path, const NamedTensors& params, Optimizer& optimizer,
                         RunState* run = nullptr);
 
+// For a program that uses a trained model without its optimizer (generation): the settings the
+// checkpoint was saved with (RunState::settings), to rebuild the model from; and its parameters
+// copied into `params` in place, checked as load_checkpoint checks them.
+Metadata checkpoint_settings(const std::string& path);
+void load_checkpoint_parameters(const std::string& path, const NamedTensors& params);
+
 }  // namespace fuselab

@@ -1,13 +1,16 @@
 // Generation with a KV cache (examples/kv_cache.h, the attention ops' "kv_cache" argument): the
 // logits of every position, prefill and decode, equal a full forward over the whole window, for
 // GPT-2's block and the llama preset's (RoPE, grouped-query attention), fused and unfused, on a
-// batch of sequences; and every misuse is an error naming what is wrong.
+// batch of sequences, on the CPU and on CUDA (kv_cache_emulated_test: the CUDA emulator); and
+// every misuse is an error naming what is wrong.
 #include <gtest/gtest.h>
 
 #include "autograd/grad_mode.h"
+#include "examples/generation.h"
 #include "examples/kv_cache.h"
 #include "examples/language_model.h"
 #include "examples/models.h"
+#include "kernels/cuda/device_api.h"
 #include "ops/basic/attention.h"
 #include "ops/basic/linear.h"
 #include "tensor/factories.h"
@@ -37,24 +40,25 @@ Sequential logits_model(const GptConfig& c, uint64_t seed) {
 
 // Prefill over the first `prompt` tokens, then one token at a time: each step's logits against
 // the full forward's at the same positions.
-void expect_cache_matches_full_forward(const std::string& arch, bool fused) {
-  SCOPED_TRACE(arch + (fused ? " fused" : " unfused"));
+void expect_cache_matches_full_forward(const std::string& arch, bool fused, Device device = Device::cpu()) {
+  SCOPED_TRACE(arch + (fused ? " fused" : " unfused") + " on " + device.str());
   const GptConfig c = small_config(arch);
   Sequential model = logits_model(c, 3);
   model.set_fusion_switches(fused);
+  model.to(device);
   NoGradGuard no_grad;
   Generator gen(4);
   const int64_t batch = 2, prompt = 5;
   const Tensor ids = randint({batch, c.context}, c.vocab, &gen);
-  const Tensor full = model(ids).view({batch, c.context, c.vocab});
-  KVCache cache(model, batch, c.context, c.width / c.heads, DType::Float32, Device::cpu());
+  const Tensor full = model(ids.to(device)).to(Device::cpu()).view({batch, c.context, c.vocab});
+  KVCache cache(model, batch, c.context, c.width / c.heads, DType::Float32, device);
   for (int64_t at = 0; at < c.context;) {
     const int64_t t = at == 0 ? prompt : 1;
     std::vector<int64_t> step;
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t i = at; i < at + t; ++i) step.push_back(ids.to_vector<int64_t>()[size_t(b * c.context + i)]);
     }
-    const auto got = cache.forward(model, from_vector<int64_t>(step, {batch, t})).to_vector<float>();
+    const auto got = cache.forward(model, from_vector<int64_t>(step, {batch, t}).to(device)).to(Device::cpu()).to_vector<float>();
     const auto all = full.to_vector<float>();
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t i = 0; i < t; ++i) {
@@ -78,6 +82,14 @@ TEST(KVCache, Gpt2MatchesTheFullForwardAtEveryPosition) {
 TEST(KVCache, LlamaMatchesTheFullForwardAtEveryPosition) {
   expect_cache_matches_full_forward("llama", true);
   expect_cache_matches_full_forward("llama", false);
+}
+
+TEST(KVCache, OnCudaMatchesTheFullForwardAtEveryPosition) {
+  if (!kernels::cuda::compiled_with_cuda() || kernels::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  for (const char* arch : {"gpt2", "llama"}) {
+    expect_cache_matches_full_forward(arch, true, Device::cuda(0));
+    expect_cache_matches_full_forward(arch, false, Device::cuda(0));
+  }
 }
 
 TEST(KVCache, MisuseIsAnErrorNamingIt) {
@@ -116,7 +128,7 @@ std::string greedy_by_full_forwards(Sequential& model, const CharVocabulary& voc
     const int64_t t = int64_t(ids.size());
     const auto logits = model(from_vector<int64_t>(ids, {1, t})).view({t, vocab.size()}).slice(t - 1, t);
     Generator unused(0);
-    ids.push_back(examples::sample_index(logits.to_vector<float>(), 0, unused));
+    ids.push_back(examples::sample_index(logits.to_vector<float>(), {0, 0, 1}, unused));
     generated.push_back(ids.back());
   }
   model.train();
