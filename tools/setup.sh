@@ -13,6 +13,7 @@ packages=(
   libopenblas-dev   # GEMMs (loaded at run time: kernels/cpu/openblas.h)
   nlohmann-json3-dev  # the safetensors header
   libopenblas0-openmp  # the OpenBLAS build that shares FuseLab's OpenMP threads
+  libsentencepiece-dev  # subword tokens (text/bpe_tokenizer.h, through //text:libfuselab_sentencepiece.so)
   libdnnl-dev       # oneDNN 2.6: CPU GEMMs with fused post-ops, and bfloat16 (kernels/cpu/gemm.h)
   libopenmpi-dev    # MPI for data-parallel training (distributed/)
   openmpi-bin       # mpirun
