@@ -1,7 +1,7 @@
 // Generates text from a checkpoint of //examples:gpt (GPT-2's block or the llama preset's) with a
-// KV cache (examples/kv_cache.h): the prompt in one forward, then one forward per character,
+// KV cache (examples/kv_cache.h): the prompt in one forward, then one forward per token,
 // streamed to stdout as it is drawn. The model is rebuilt from the settings the checkpoint
-// recorded (examples/gpt_flags.h) and its vocabulary.
+// recorded (examples/gpt_flags.h) and its tokenizer (characters or BPE pieces).
 //
 //   bazel-bin/examples/gpt --checkpoint=DIR ...            then
 //   bazel-bin/examples/generate --checkpoint=DIR [--prompt=TEXT, else stdin] [--max-tokens=N]
@@ -12,7 +12,6 @@
 #include <iostream>
 #include <iterator>
 
-#include "data/char_vocabulary.h"
 #include "examples/generation.h"
 #include "examples/gpt_flags.h"
 #include "examples/training_run.h"
@@ -37,10 +36,11 @@ int run(const Config& c) {
   const std::string file = c.checkpoint + "/gpt.safetensors";
   const Metadata settings = checkpoint_settings(file);
   GptConfig model_config = gpt_model_of_checkpoint(settings, file);
-  const auto vocabulary = settings.find("vocabulary");
-  check(vocabulary != settings.end(), "checkpoint ", file, " does not record its vocabulary: not a checkpoint of gpt");
-  const CharVocabulary vocab(unquote_setting(vocabulary->second));
-  model_config.vocab = vocab.size();
+  const auto kind = settings.find("--tokenizer"), vocabulary = settings.find("vocabulary");
+  check(kind != settings.end() && vocabulary != settings.end(), "checkpoint ", file,
+        " does not record its tokenizer: not a checkpoint of gpt");
+  const TextTokenizer tokenizer = TextTokenizer::from_saved(kind->second, unquote_setting(vocabulary->second), file);
+  model_config.vocab = tokenizer.size();
   Generator init(0);
   Sequential model = gpt_model(model_config, init);
   load_checkpoint_parameters(file, model.named_parameters());
@@ -52,14 +52,13 @@ int run(const Config& c) {
   std::string text;
   Generator gen(uint64_t(c.seed));
   const GenerationStats stats = generate(
-      model, vocab.encode(prompt).to_vector<int64_t>(), c.max_tokens, model_config.context,
+      model, tokenizer.encode(prompt).to_vector<int64_t>(), c.max_tokens, model_config.context,
       model_config.width / model_config.heads, c.sampling, gen, device, [&](int64_t id) {
-        const std::string piece = vocab.decode({id});
+        const std::string piece = tokenizer.decode({id});
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
         text += piece;
-        return c.stop.empty() || text.size() < c.stop.size() ||
-               text.compare(text.size() - c.stop.size(), c.stop.size(), c.stop) != 0;
+        return c.stop.empty() || text.find(c.stop) == std::string::npos;
       });
   std::printf("\n");
   std::fprintf(stderr, "prefill: %lld tokens in %.1f ms (%.0f tokens/s); decode: %lld tokens in %.2f s (%.0f tokens/s)\n",
@@ -77,14 +76,14 @@ int main(int argc, char** argv) {
     Config c;
     flags.add("checkpoint", c.checkpoint, "the folder gpt --checkpoint saved to (it reads DIR/gpt.safetensors)");
     flags.add("prompt", c.prompt, "the text to go on from (not given: all of stdin)");
-    flags.add("max-tokens", c.max_tokens, "characters to generate at most", {0, 1'000'000});
+    flags.add("max-tokens", c.max_tokens, "tokens to generate at most", {0, 1'000'000});
     flags.add("temperature", c.sampling.temperature, "sampling temperature (0: always the most likely character)",
               {0, 100});
     flags.add("top-k", c.sampling.top_k, "draw among the k most likely characters only (0: all)", {0, 1 << 20});
     flags.add("top-p", c.sampling.top_p, "draw among the fewest most likely characters whose probability sums to p",
               {1e-9, 1});
     flags.add("seed", c.seed, "the sampling generator's seed", {0, INT64_MAX});
-    flags.add("stop", c.stop, "stop once the generated text ends with this text (printed)");
+    flags.add("stop", c.stop, "stop at the token that completes this text in the generated text (printed)");
     flags.add("device", c.device, "cpu or cuda");
     if (!flags.parse(argc, argv)) return 0;
     check(!c.checkpoint.empty(), "generate: --checkpoint=DIR is required (a folder gpt --checkpoint saved to)");

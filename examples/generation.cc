@@ -69,16 +69,16 @@ GenerationStats generate(Sequential& model, const std::vector<int64_t>& prompt, 
   return stats;
 }
 
-std::string sample_text(Sequential& model, const CharVocabulary& vocab, const std::string& prompt, int64_t length,
+std::string sample_text(Sequential& model, const TextTokenizer& tokenizer, const std::string& prompt, int64_t length,
                         int64_t context, int64_t head_dim, double temperature, Generator& gen, Device device) {
   check(!prompt.empty(), "sample_text: the prompt needs at least one character (the model has no start token)");
   std::vector<int64_t> generated;
-  generate(model, vocab.encode(prompt).to_vector<int64_t>(), length, context, head_dim, {temperature, 0, 1}, gen,
+  generate(model, tokenizer.encode(prompt).to_vector<int64_t>(), length, context, head_dim, {temperature, 0, 1}, gen,
            device, [&](int64_t id) {
              generated.push_back(id);
              return true;
            });
-  return vocab.decode(generated);
+  return tokenizer.decode(generated);
 }
 
 }  // namespace fuselab::examples

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "data/char_vocabulary.h"
+#include "examples/text_tokens.h"
 #include "fuser/sequential.h"
 #include "tensor/random.h"
 
@@ -40,8 +40,8 @@ GenerationStats generate(Sequential& model, const std::vector<int64_t>& prompt, 
                          int64_t head_dim, const SamplingSettings& settings, Generator& gen, Device device,
                          const std::function<bool(int64_t)>& on_token);
 
-// `length` characters after `prompt` at `temperature` (generate's, with the whole vocabulary).
-std::string sample_text(Sequential& model, const CharVocabulary& vocab, const std::string& prompt, int64_t length,
+// `length` tokens after `prompt` at `temperature` (generate's, with the whole vocabulary), as text.
+std::string sample_text(Sequential& model, const TextTokenizer& tokenizer, const std::string& prompt, int64_t length,
                         int64_t context, int64_t head_dim, double temperature, Generator& gen, Device device);
 
 }  // namespace fuselab::examples

@@ -1,10 +1,11 @@
-// A character-level GPT (Radford et al., 2019), or with --arch=llama a Llama-style decoder (RMSNorm,
-// rotary positions, grouped-query attention, SwiGLU), trained on Debian's fortunes; the model is
-// examples/models.h's gpt_model, one Sequential of fusible ops that //tools:bench times too.
+// A GPT (Radford et al., 2019), or with --arch=llama a Llama-style decoder (RMSNorm, rotary
+// positions, grouped-query attention, SwiGLU), trained on Debian's fortunes in characters or, with
+// --tokenizer=bpe, in subword pieces; the model is examples/models.h's gpt_model, one Sequential of
+// fusible ops that //tools:bench times too.
 //
 //   bazel run -c opt //examples:gpt -- [--arch=gpt2|llama] [--batch=B] [--context=T] [--layers=L]
 //       [--heads=H] [--kv-heads=K] [--width=C] [--tie-embeddings] [--dropout=P] [--accumulate=N]
-//       [--sample=N] and the flags every training program has (examples/training_run.h: --steps,
+//       [--tokenizer=char|bpe] [--vocab-size=V] [--sample=N] and the flags every training program has (examples/training_run.h: --steps,
 //       --lr, --seed, --device, --checkpoint, --resume, --json, --recompute, ...)
 //
 // --help lists every flag with its default and its range; docs/training_programs.md says more.
@@ -23,6 +24,8 @@
 #include "examples/gpt_flags.h"
 #include "examples/language_model.h"
 #include "examples/models.h"
+#include "examples/output_file.h"
+#include "examples/text_tokens.h"
 #include "examples/training_run.h"
 #include "optim/adamw.h"
 #include "tensor/allocator.h"
@@ -35,9 +38,9 @@ namespace {
 struct Config {
   GptConfig model;  // context, width, layers, heads and dropout (vocab: the corpus's)
   RunFlags run;
-  int64_t batch = 32, accumulate = 1, sample = 300, val_tokens = 0;
+  int64_t batch = 32, accumulate = 1, sample = 300, val_tokens = 0, vocab_size = 1024;
   double weight_decay = 0.01, temperature = 0.8;
-  std::string corpus = kFortuneFolder;
+  std::string corpus = kFortuneFolder, tokenizer = "char";
 };
 
 int64_t parameter_count(const Sequential& model) {
@@ -47,35 +50,47 @@ int64_t parameter_count(const Sequential& model) {
 }
 
 // The validation loss (of the first --val-tokens), the unigram baseline over the same targets,
-// and the sampled text, printed and written to --json.
-void report(TrainingRun& run, Sequential& model, const TextCorpus& corpus, const Config& c, Device device) {
+// both per token and per character, and the sampled text, printed and written to --json.
+void report(TrainingRun& run, Sequential& model, const TokenizedCorpus& corpus, const Config& c, Device device) {
   const int64_t n = corpus.validation.size(0), v = c.model.vocab, kept = c.val_tokens > 0 ? std::min(c.val_tokens, n) : n;
   const Tensor validation = corpus.validation.slice(0, kept);
   const double loss = validation_loss(model, validation, c.model.context, v, device);
-  const double baseline =
-      kept == n ? corpus.unigram_baseline : unigram_cross_entropy(corpus.train, validation.slice(1, kept), v);
-  std::printf("validation loss %.4f (unigram baseline %.4f) after %lld steps, %.1f s of training, over %lld tokens\n",
-              loss, baseline, (long long)c.run.steps, run.seconds(), (long long)kept - 1);
+  const double baseline = unigram_cross_entropy(corpus.train, validation.slice(1, kept), v);
+  const double loss_per_char = nats_per_character(loss, validation, corpus.tokenizer);
+  const double baseline_per_char = nats_per_character(baseline, validation, corpus.tokenizer);
+  std::printf("validation loss %.4f nats/token, %.4f nats/character (unigram baseline %.4f, %.4f) after %lld steps, "
+              "%.1f s of training, over %lld tokens\n",
+              loss, loss_per_char, baseline, baseline_per_char, (long long)c.run.steps, run.seconds(),
+              (long long)kept - 1);
   if (c.sample > 0) {
     Generator sampler(uint64_t(c.run.seed) + 2);
     std::printf("sampled text (temperature %g):\n%%\n%s\n", c.temperature,
-                sample_text(model, corpus.vocab, "%\n", c.sample, c.model.context, c.model.width / c.model.heads,
+                sample_text(model, corpus.tokenizer, "%\n", c.sample, c.model.context, c.model.width / c.model.heads,
                             c.temperature, sampler, device).c_str());
   }
-  run.write_json({{"val_loss", loss}, {"unigram_loss", baseline}, {"train_loss", run.last_loss()},
+  run.write_json({{"val_loss", loss}, {"unigram_loss", baseline}, {"val_nats_per_char", loss_per_char},
+                  {"unigram_nats_per_char", baseline_per_char}, {"train_loss", run.last_loss()},
                   {"peak_bytes", double(CachingAllocator::of(device).stats().peak_bytes_in_use)},
                   {"parameters", double(parameter_count(model))}});
+}
+
+// The BPE model beside the checkpoint, as SentencePiece's own file, for tools that read one: the
+// checkpoint holds it too (its "vocabulary"), and generate reads it from there.
+void save_tokenizer_model(const TextTokenizer& tokenizer, const std::string& folder) {
+  OutputFile file("checkpoint", folder + "/tokenizer.model");
+  file.write(tokenizer.saved());
+  file.commit();
 }
 
 int train(Config c) {
   const Device device = run_device("gpt", c.run);
   check(c.batch % c.accumulate == 0, "gpt: --batch=", c.batch, " does not split evenly into --accumulate=",
         c.accumulate, " micro-batches");
-  const TextCorpus corpus = load_text_corpus(fortune_files(c.corpus));
+  const TokenizedCorpus corpus = tokenize_corpus(load_text_corpus(fortune_files(c.corpus)), c.tokenizer, c.vocab_size);
   check(corpus.train.size(0) >= c.model.context + c.batch, "gpt: the training text of ", c.corpus, " has ",
         corpus.train.size(0), " tokens, too few for --batch=", c.batch, " windows of --context=", c.model.context);
   check(corpus.validation.size(0) >= 2, "gpt: the validation text of ", c.corpus, " has fewer than 2 tokens");
-  c.model.vocab = corpus.vocab.size();
+  c.model.vocab = corpus.tokenizer.size();
 
   Generator gen(uint64_t(c.run.seed));
   Sequential model = gpt_model(c.model, gen);
@@ -84,9 +99,9 @@ int train(Config c) {
   const std::vector<ParamGroup> groups = gpt_decay_groups(model, c.weight_decay);
   AdamW optimizer(groups, {c.run.lr, 0.9, 0.95, 1e-8});
   WindowSampler batches(corpus.train, c.batch, c.model.context, uint64_t(c.run.seed) + 1);
-  std::printf("gpt: %lld train / %lld validation tokens, vocabulary %lld; %s, %lld layers of width %lld, %s, "
+  std::printf("gpt: %lld train / %lld validation tokens (%s), vocabulary %lld; %s, %lld layers of width %lld, %s, "
               "context %lld, %lld parameters; batch %lld, fusion %s\n", (long long)corpus.train.size(0),
-              (long long)corpus.validation.size(0), (long long)c.model.vocab, c.model.arch.c_str(),
+              (long long)corpus.validation.size(0), c.tokenizer.c_str(), (long long)c.model.vocab, c.model.arch.c_str(),
               (long long)c.model.layers, (long long)c.model.width, gpt_attention_heads(c.model).describe().c_str(),
               (long long)c.model.context,
               (long long)parameter_count(model), (long long)c.batch, c.run.no_fusion ? "off" : "on");
@@ -102,7 +117,8 @@ int train(Config c) {
   run.record("--layers", c.model.layers), run.record("--heads", c.model.heads), run.record("--dropout", c.model.dropout);
   run.record("--arch", c.model.arch), run.record("--kv-heads", c.model.kv_heads);
   run.record("--rope-theta", c.model.rope_theta), run.record("--tie-embeddings", c.model.tie_embeddings);
-  run.record_text("vocabulary", characters_of(corpus.vocab));
+  run.record("--tokenizer", c.tokenizer), run.record("--vocab-size", c.tokenizer == "bpe" ? c.vocab_size : 0);
+  run.record_text("vocabulary", corpus.tokenizer.saved());
   run.keep("data_order", batches);
   const int64_t rows = c.batch / c.accumulate;
   const bool finished = run.train([&](int64_t) {
@@ -116,6 +132,7 @@ int train(Config c) {
     }
     return loss_sum;
   });
+  if (!c.run.checkpoint.empty() && c.tokenizer == "bpe") save_tokenizer_model(corpus.tokenizer, c.run.checkpoint);
   if (finished) report(run, model, corpus, c, device);
   return 0;
 }
@@ -124,7 +141,7 @@ int train(Config c) {
 
 int main(int argc, char** argv) {
   return main_reporting_errors(argc, argv, [&] {
-    Flags flags("gpt", "Trains a character-level GPT on Debian's fortunes.");
+    Flags flags("gpt", "Trains a GPT or a llama on Debian's fortunes, in characters or subword tokens.");
     Config c;
     c.run.steps = 1500, c.run.lr = 2e-3;
     add_run_flags(flags, c.run);
@@ -135,9 +152,13 @@ int main(int argc, char** argv) {
     flags.add("accumulate", c.accumulate, "micro-batches per step, their grads summed (they split --batch)",
               {1, 1 << 16});
     flags.add("corpus", c.corpus, "folder of fortune files (Debian's fortunes package)");
+    flags.add("tokenizer", c.tokenizer, "char (one token a byte) or bpe (subword pieces of a byte-level BPE model "
+              "that SentencePiece trains on the training text)");
+    flags.add("vocab-size", c.vocab_size, "--tokenizer=bpe: pieces of the BPE model (among them the 256 bytes, the "
+              "unknown piece and each distinct character of the training text)", {257, 1 << 20});
     flags.add("val-tokens", c.val_tokens, "validation tokens to score, from the start (0: all)", {0, INT64_MAX});
-    flags.add("sample", c.sample, "characters of text to sample at the end", {0, 1'000'000});
-    flags.add("temperature", c.temperature, "sampling temperature (0: always the most likely character)", {0, 100});
+    flags.add("sample", c.sample, "tokens of text to sample at the end", {0, 1'000'000});
+    flags.add("temperature", c.temperature, "sampling temperature (0: always the most likely token)", {0, 100});
     if (!flags.parse(argc, argv)) return 0;
     check_run_flags("gpt", flags, c.run);
     check_gpt_model_flags(c.model);

@@ -38,6 +38,11 @@ expect_error "gpt.safetensors" "$gpt" "${small[@]}" --width=32 --resume --checkp
 # the shapes would fit: heads split the same width, and two corpora of as many characters.
 expect_error "gpt.safetensors was saved with --heads=2; this run has --heads=4" \
   "$gpt" "${small[@]}" --heads=4 --resume --checkpoint="$dir/good"
+expect_error "gpt.safetensors was saved with --tokenizer=char; this run has --tokenizer=bpe" \
+  "$gpt" "${small[@]}" --tokenizer=bpe --vocab-size=512 --resume --checkpoint="$dir/good"
+expect_error "--tokenizer=words is not char or bpe" "$gpt" "${small[@]}" --tokenizer=words
+expect_error "--vocab-size: 256 is outside" "$gpt" "${small[@]}" --tokenizer=bpe --vocab-size=256
+expect_error "vocab_size 300 must hold the 256 bytes" "$gpt" "${small[@]}" --tokenizer=bpe --vocab-size=300
 for letters in abcdefgh abcdefgx; do
   mkdir -p "$dir/corpus_$letters"
   for i in $(seq 40); do printf '%s %s\n%%\n' "$letters" "$i"; done >"$dir/corpus_$letters/words"

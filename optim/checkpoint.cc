@@ -37,13 +37,20 @@ int64_t checked_step(const std::string& path, const Metadata& metadata, const Na
   return *step;
 }
 
+// A setting's value as an error shows it: a long one (a tokenizer's model) by its start and size.
+std::string shown(const std::string& value) {
+  constexpr size_t kLong = 80;
+  return value.size() <= kLong ? value : value.substr(0, 40) + "... (" + std::to_string(value.size()) + " bytes)";
+}
+
 // Each of this run's settings must have been saved, with the same value.
 void check_settings(const std::string& path, const Metadata& saved, const Metadata& wanted) {
   for (const auto& [name, value] : wanted) {
     auto it = saved.find(kRunPrefix + name);
-    check(it != saved.end(), "checkpoint ", path, " does not record ", name, "; this run has ", name, "=", value);
-    check(it->second == value, "checkpoint ", path, " was saved with ", name, "=", it->second, "; this run has ",
-          name, "=", value);
+    check(it != saved.end(), "checkpoint ", path, " does not record ", name, "; this run has ", name, "=",
+          shown(value));
+    check(it->second == value, "checkpoint ", path, " was saved with ", name, "=", shown(it->second),
+          "; this run has ", name, "=", shown(value));
   }
 }
 

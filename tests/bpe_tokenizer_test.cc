@@ -57,13 +57,20 @@ TEST_F(Fortunes, ASavedModelEncodesTheSame) {
   EXPECT_EQ(loaded.decode(loaded.encode(text).to_vector<int64_t>()), text);
 }
 
+// The least vocabulary the error asks for is the least SentencePiece trains with.
+TEST(BpeTokenizer, TrainsWithTheLeastVocabularyItAsksFor) {
+  const std::string text = "some text\nwith \xE9 in it\n";  // 12 distinct characters, not counting lines
+  EXPECT_EQ(BpeTokenizer::train(text, 269).size(), 269);
+  expect_error([&] { BpeTokenizer::train(text, 268); }, {"at least 269"});
+}
+
 TEST_F(Fortunes, BadInputIsAnErrorNamingIt) {
   expect_error([] { BpeTokenizer::from_model_bytes("not a model", "tokenizer.model"); },
                {"tokenizer.model", "not a SentencePiece model"});
   std::string truncated = tokenizer_->model_bytes();
   truncated.resize(truncated.size() / 2);
   expect_error([&] { BpeTokenizer::from_model_bytes(truncated, "half.model"); }, {"half.model"});
-  expect_error([] { BpeTokenizer::train("some text\n", 100); }, {"vocab_size 100", "at least 257"});
+  expect_error([] { BpeTokenizer::train("some text\n", 257); }, {"vocab_size 257", "7 distinct", "at least 264"});
   expect_error([] { BpeTokenizer::train("\n\n", 300); }, {"no line"});
   expect_error([] { tokenizer_->decode({5, 1024}); }, {"id 1024", "[0, 1024)"});
 }

@@ -137,23 +137,24 @@ std::string greedy_by_full_forwards(Sequential& model, const CharVocabulary& voc
 
 TEST(KVCache, SampledTextIsGreedyAtTemperatureZeroAndRepeatsWithItsSeed) {
   const CharVocabulary vocab("abcdefghij");
+  const examples::TextTokenizer tokenizer(vocab);
   GptConfig c = small_config("gpt2");
   c.vocab = vocab.size();
   Generator init(6);
   Sequential model = examples::gpt_model(c, init);
   const int64_t head_dim = c.width / c.heads;
   Generator unused(0);
-  const std::string greedy = examples::sample_text(model, vocab, "abc", c.context - 3, c.context, head_dim, 0, unused,
+  const std::string greedy = examples::sample_text(model, tokenizer, "abc", c.context - 3, c.context, head_dim, 0, unused,
                                                    Device::cpu());
   EXPECT_EQ(greedy, greedy_by_full_forwards(model, vocab, "abc", c.context - 3));
   // Three contexts long: the cache fills and slides; a seed gives the same text again.
   auto sample = [&](uint64_t seed) {
     Generator gen(seed);
-    return examples::sample_text(model, vocab, "a", 3 * c.context, c.context, head_dim, 1.0, gen, Device::cpu());
+    return examples::sample_text(model, tokenizer, "a", 3 * c.context, c.context, head_dim, 1.0, gen, Device::cpu());
   };
   EXPECT_EQ(sample(7), sample(7));
   EXPECT_GE(sample(7).size(), size_t(3 * c.context));  // a character each, the unknown id 3 bytes
-  expect_error([&] { examples::sample_text(model, vocab, "", 4, c.context, head_dim, 0, unused, Device::cpu()); },
+  expect_error([&] { examples::sample_text(model, tokenizer, "", 4, c.context, head_dim, 0, unused, Device::cpu()); },
                {"sample_text", "at least one character"});
 }
 

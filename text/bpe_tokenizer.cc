@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <climits>
 #include <cstdlib>
 
@@ -15,7 +17,9 @@ namespace {
 constexpr const char* kLibrary = "libfuselab_sentencepiece.so";
 
 // Where Bazel puts the library beside a program that lists it as data: the program's runfiles
-// (its own, or the test's that runs it), then bazel-bin/text/ next to bazel-bin/<package>/.
+// (its own, or the test's that runs it), then bazel-bin/text/ next to bazel-bin/<package>/. A
+// program copied elsewhere finds it in its own directory (copy the library beside it) or on
+// LD_LIBRARY_PATH.
 std::vector<std::string> library_files() {
   std::vector<std::string> files;
   char exe[PATH_MAX];
@@ -26,7 +30,9 @@ std::vector<std::string> library_files() {
   for (const char* variable : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
     if (const char* dir = std::getenv(variable)) files.push_back(dir + in_runfiles);
   }
-  if (!program.empty()) files.push_back(program.substr(0, program.rfind('/')) + "/../text/" + kLibrary);
+  const std::string directory = program.substr(0, program.rfind('/') + 1);
+  if (!program.empty()) files.push_back(directory + "../text/" + kLibrary);
+  if (!program.empty()) files.push_back(directory + kLibrary);
   files.push_back(kLibrary);  // LD_LIBRARY_PATH
   return files;
 }
@@ -86,8 +92,14 @@ BpeTokenizer::BpeTokenizer(std::string model, std::shared_ptr<void> processor, i
     : model_(std::move(model)), processor_(std::move(processor)), pieces_(pieces) {}
 
 BpeTokenizer BpeTokenizer::train(std::string_view text, int64_t vocab_size) {
-  check(vocab_size >= 257 && vocab_size <= INT32_MAX, "BpeTokenizer::train: vocab_size ", vocab_size,
-        " must hold the 256 bytes and the unknown piece (at least 257)");
+  // SentencePiece keeps a piece for each of the text's characters, the 256 byte pieces (for text
+  // it has not seen) and the unknown piece.
+  std::array<bool, 256> seen{};
+  for (const char c : text) seen[static_cast<unsigned char>(c)] = c != '\n';  // lines split the text
+  const int64_t characters = std::count(seen.begin(), seen.end(), true), least = characters + 257;
+  check(vocab_size >= least && vocab_size <= INT32_MAX, "BpeTokenizer::train: vocab_size ", vocab_size,
+        " must hold the 256 bytes, the unknown piece and the text's ", characters, " distinct characters (at least ",
+        least, ")");
   const std::string model_text = to_model_text(text);
   std::vector<const char*> lines;
   std::vector<size_t> sizes;

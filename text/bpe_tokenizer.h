@@ -21,8 +21,8 @@ namespace fuselab {
 
 class BpeTokenizer {
  public:
-  // Trains a model of `vocab_size` pieces (at least 257: the 256 bytes and the unknown piece) on
-  // `text`, one sentence per line.
+  // Trains a model of `vocab_size` pieces on `text`, one sentence per line: at least one piece
+  // for each distinct character of the text, the 256 bytes and the unknown piece.
   static BpeTokenizer train(std::string_view text, int64_t vocab_size);
   // The model of serialized bytes; `source` names them in errors (a file, a checkpoint).
   static BpeTokenizer from_model_bytes(const std::string& bytes, const std::string& source);

@@ -52,6 +52,12 @@ class Lines : public sentencepiece::SentenceIterator {
 
 }  // namespace
 
+// SentencePiece's log threshold: exported by the library, declared in no installed header. Its
+// trainer logs the command line it runs at INFO before it reads --minloglevel.
+namespace sentencepiece::logging {
+void SetMinLogLevel(int level);
+}
+
 extern "C" {
 
 // Byte-level BPE whose decode gives back exactly the text it encoded: no normalization, no
@@ -61,6 +67,7 @@ const char* fuselab_spm_train(const char* const* lines, const size_t* sizes, siz
                               char** model, size_t* model_size) {
   Lines sentences(lines, sizes, count);
   std::string serialized;
+  sentencepiece::logging::SetMinLogLevel(2);  // errors only
   const std::string args = "--model_type=bpe --vocab_size=" + std::to_string(vocab_size) +
                            " --normalization_rule_name=identity --add_dummy_prefix=false"
                            " --remove_extra_whitespaces=false --split_by_whitespace=true --byte_fallback=true"

@@ -1,0 +1,50 @@
+// The gpt programs' tokens: characters (data/char_vocabulary.h) or subword pieces
+// (text/bpe_tokenizer.h, --tokenizer=bpe) behind one interface, and a text corpus in those
+// tokens, with what it takes to compare runs of either kind: nats per character.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "data/char_vocabulary.h"
+#include "data/text_corpus.h"
+#include "text/bpe_tokenizer.h"
+
+namespace fuselab::examples {
+
+class TextTokenizer {
+ public:
+  explicit TextTokenizer(CharVocabulary characters) : impl_(std::move(characters)) {}
+  explicit TextTokenizer(BpeTokenizer pieces) : impl_(std::move(pieces)) {}
+
+  std::string kind() const { return std::holds_alternative<CharVocabulary>(impl_) ? "char" : "bpe"; }
+  int64_t size() const;
+  Tensor encode(std::string_view text) const;  // int64 [tokens]
+  std::string decode(const std::vector<int64_t>& ids) const;
+  // What a checkpoint records to rebuild it: the characters in id order, or the BPE model's bytes.
+  std::string saved() const;
+  static TextTokenizer from_saved(const std::string& kind, const std::string& saved, const std::string& source);
+
+ private:
+  std::variant<CharVocabulary, BpeTokenizer> impl_;
+};
+
+// A text corpus in the tokens of `tokenizer`: the training and validation token streams, and the
+// tokenizer that made them.
+struct TokenizedCorpus {
+  TextTokenizer tokenizer;
+  Tensor train, validation;  // int64 [tokens]
+};
+
+// `corpus` in characters (its own vocabulary), or with kind "bpe" in the pieces of a BPE model
+// of `vocab_size` trained on its training text.
+TokenizedCorpus tokenize_corpus(const TextCorpus& corpus, const std::string& kind, int64_t vocab_size);
+
+// Mean nats per token over tokens[1:] (as validation_loss gives it) as nats per byte of the text
+// those tokens decode to: the unit in which runs of different tokenizers compare.
+double nats_per_character(double nats_per_token, const Tensor& tokens, const TextTokenizer& tokenizer);
+
+}  // namespace fuselab::examples
