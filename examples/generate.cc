@@ -13,9 +13,8 @@
 #include <iterator>
 
 #include "examples/generation.h"
-#include "examples/gpt_flags.h"
+#include "examples/gpt_checkpoint.h"
 #include "examples/training_run.h"
-#include "optim/checkpoint.h"
 
 using namespace fuselab;
 using namespace fuselab::examples;
@@ -33,17 +32,10 @@ int run(const Config& c) {
   RunFlags device_flag;
   device_flag.device = c.device;
   const Device device = run_device("generate", device_flag);
-  const std::string file = c.checkpoint + "/gpt.safetensors";
-  const Metadata settings = checkpoint_settings(file);
-  GptConfig model_config = gpt_model_of_checkpoint(settings, file);
-  const auto kind = settings.find("--tokenizer"), vocabulary = settings.find("vocabulary");
-  check(kind != settings.end() && vocabulary != settings.end(), "checkpoint ", file,
-        " does not record its tokenizer: not a checkpoint of gpt");
-  const TextTokenizer tokenizer = TextTokenizer::from_saved(kind->second, unquote_setting(vocabulary->second), file);
-  model_config.vocab = tokenizer.size();
-  Generator init(0);
-  Sequential model = gpt_model(model_config, init);
-  load_checkpoint_parameters(file, model.named_parameters());
+  GptCheckpoint checkpoint = load_gpt_checkpoint(c.checkpoint);
+  const GptConfig& model_config = checkpoint.config;
+  const TextTokenizer& tokenizer = checkpoint.tokenizer;
+  Sequential& model = checkpoint.model;
   model.to(device);
 
   const std::string prompt = c.prompt_given ? c.prompt : std::string(std::istreambuf_iterator<char>(std::cin), {});

@@ -113,10 +113,7 @@ int train(Config c) {
   const std::string sized_by = "--batch=" + std::to_string(c.batch) + " --accumulate=" + std::to_string(c.accumulate);
   TrainingRun run("gpt", c.run, model, optimizer,
                   {c.batch * c.model.context, warmup, 0.1, 1.0, 10, sized_by, gpt_flops_per_token(model, c.model)});
-  run.record("--context", c.model.context), run.record("--width", c.model.width);
-  run.record("--layers", c.model.layers), run.record("--heads", c.model.heads), run.record("--dropout", c.model.dropout);
-  run.record("--arch", c.model.arch), run.record("--kv-heads", c.model.kv_heads);
-  run.record("--rope-theta", c.model.rope_theta), run.record("--tie-embeddings", c.model.tie_embeddings);
+  for (const auto& [flag, value] : gpt_model_settings(c.model)) run.record(flag, value);
   run.record("--tokenizer", c.tokenizer), run.record("--vocab-size", c.tokenizer == "bpe" ? c.vocab_size : 0);
   run.record_text("vocabulary", corpus.tokenizer.saved());
   run.keep("data_order", batches);

@@ -1,5 +1,7 @@
 #include "examples/gpt_flags.h"
 
+#include <iomanip>
+#include <sstream>
 #include <vector>
 
 #include "tensor/error.h"
@@ -14,11 +16,15 @@ void add_gpt_model_flags(Flags& flags, GptConfig& model) {
   flags.add("rope-theta", model.rope_theta, "llama: the rotary embedding's base", {1, 1e9});
   flags.add("tie-embeddings", model.tie_embeddings, "the LM head's weight is the token embedding's table "
             "(one parameter, both grads added into it)");
-  flags.add("context", model.context, "characters the model attends over (the window length)", {1, 4096});
+  flags.add("context", model.context, "tokens the model attends over (the window length)", {1, 1 << 20});
   flags.add("layers", model.layers, "transformer blocks", {0, 64});
   flags.add("heads", model.heads, "attention heads (they split --width)", {1, 256});
   flags.add("width", model.width, "model width (embedding and residual stream)", {1, 8192});
   flags.add("dropout", model.dropout, "dropout probability on the attention probabilities", {0, 0.9});
+  flags.add("mlp-hidden", model.mlp_hidden, "the MLP's hidden width (0: 4 --width for gpt2, 8/3 --width rounded "
+            "up to a multiple of 64 for llama)", {0, 1 << 20});
+  flags.add("norm-eps", model.norm_eps, "the norms' epsilon (0: 1e-5 for gpt2's LayerNorm, 1e-6 for llama's "
+            "RMSNorm)", {0, 1});
 }
 
 void check_gpt_model_flags(const GptConfig& model) {
@@ -36,15 +42,28 @@ void check_gpt_model_flags(const GptConfig& model) {
         model.width, " over --heads=", model.heads, " gives heads of odd size ", model.width / model.heads);
 }
 
+Metadata gpt_model_settings(const GptConfig& m) {
+  auto number = [](double value) {  // the fewest digits that read back as the value
+    for (int digits = 15;; digits = 17) {
+      std::ostringstream text;
+      text << std::setprecision(digits) << value;
+      if (digits == 17 || std::stod(text.str()) == value) return text.str();
+    }
+  };
+  return {{"--arch", m.arch}, {"--kv-heads", number(m.kv_heads)}, {"--rope-theta", number(m.rope_theta)},
+          {"--tie-embeddings", number(m.tie_embeddings)}, {"--context", number(m.context)},
+          {"--layers", number(m.layers)}, {"--heads", number(m.heads)}, {"--width", number(m.width)},
+          {"--dropout", number(m.dropout)}, {"--mlp-hidden", number(m.mlp_hidden)}, {"--norm-eps", number(m.norm_eps)}};
+}
+
 GptConfig gpt_model_of_checkpoint(const Metadata& settings, const std::string& path) {
   Flags flags("checkpoint", "");
   GptConfig model;
   add_gpt_model_flags(flags, model);
   std::vector<std::string> args{"checkpoint"};
-  for (const char* name : {"arch", "kv-heads", "rope-theta", "tie-embeddings", "context", "layers", "heads", "width",
-                           "dropout"}) {
-    const auto it = settings.find(std::string("--") + name);
-    check(it != settings.end(), "checkpoint ", path, " does not record --", name, ": not a checkpoint of gpt");
+  for (const auto& [flag, unused] : gpt_model_settings(model)) {
+    const auto it = settings.find(flag);
+    check(it != settings.end(), "checkpoint ", path, " does not record ", flag, ": not a checkpoint of gpt");
     args.push_back(it->first + "=" + it->second);
   }
   std::vector<char*> argv;

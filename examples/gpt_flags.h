@@ -14,6 +14,10 @@ void add_gpt_model_flags(Flags& flags, GptConfig& model);
 // After Flags::parse: throws fuselab::Error, naming the flags, for a model the flags cannot make.
 void check_gpt_model_flags(const GptConfig& model);
 
+// The settings gpt records in its checkpoints for its model: each flag above and its value as
+// text ("--context" -> "64"), exact for every value.
+Metadata gpt_model_settings(const GptConfig& model);
+
 // The model a checkpoint of gpt (at `path`) was saved with: its recorded settings (the flags
 // above, as "--context" -> "64") read and checked as gpt reads its command line; vocab is left
 // to the caller. A setting the checkpoint lacks is an Error naming it and the file.

@@ -6,7 +6,7 @@
 #   gpt_resume_test.sh GPT DECAYED,TENSORS [ARCH FLAGS...]
 set -euo pipefail
 gpt="$1"
-decay="${2/,/ of }"  # the parameter tensors in the decayed group: "5,18" reads "5 of 18"
+decay="${2/,/ of }"  # the parameter tensors in the decayed group: "5,17" reads "5 of 17"
 shift 2
 source "$(dirname "$0")/require_fortunes.sh"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
@@ -20,7 +20,7 @@ for accumulate in 1 2; do
   "$gpt" "${run[@]}" --checkpoint="$dir/ckpt" --checkpoint-every=5 --resume --loss-log="$dir/resumed.txt" > "$dir/out.txt"
   grep -q "resumed from .* at step 15" "$dir/out.txt"
   # 1 layer: 4 Linear weights and the head's decay (GPT-2: both embeddings, 12 of the block's
-  # parameters, the final LayerNorm's 2 and the head's bias do not; llama: the embedding and 3 RMSNorms).
+  # parameters, and the final LayerNorm's 2 do not; llama: the embedding and 3 RMSNorms).
   grep -q "weight decay 0.01 on $decay parameter tensors" "$dir/out.txt"
   if ! diff "$dir/straight.txt" "$dir/resumed.txt"; then
     echo "FAIL: with --accumulate=$accumulate the resumed run's losses differ from the uninterrupted run's"

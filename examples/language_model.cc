@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <vector>
 
 #include "autograd/functional.h"
@@ -10,12 +9,6 @@
 #include "tensor/factories.h"
 
 namespace fuselab::examples {
-
-std::string characters_of(const CharVocabulary& vocab) {
-  std::vector<int64_t> ids(size_t(vocab.size() - 1));
-  std::iota(ids.begin(), ids.end(), 1);
-  return vocab.decode(ids);
-}
 
 std::pair<Tensor, Tensor> inputs_and_targets(const Tensor& windows) {
   const int64_t rows = windows.size(0), t = windows.size(1) - 1;

@@ -12,9 +12,6 @@
 
 namespace fuselab::examples {
 
-// The vocabulary's characters in id order, the unknown id left out.
-std::string characters_of(const CharVocabulary& vocab);
-
 // Windows of T + 1 tokens, int64 [rows, T + 1], as the model's inputs, their first T tokens
 // [rows, T], and its targets, the T after each input, [rows T].
 std::pair<Tensor, Tensor> inputs_and_targets(const Tensor& windows);

@@ -61,11 +61,16 @@ Batch charlm_batch(const CharLMConfig& c, int64_t rows, DType, Device device, Ge
 
 namespace {
 
-// A Linear (weight N(0, std^2)) and a zero Bias, as GPT-2 initializes them.
-std::vector<std::shared_ptr<BasicOp>> gpt_linear(int64_t in, int64_t out, double std, Generator& gen) {
+// A Linear without bias (weight N(0, std^2)), as Llama's and GPT-2's LM head.
+std::shared_ptr<Linear> linear_without_bias(int64_t in, int64_t out, double std, Generator& gen) {
   auto linear = std::make_shared<Linear>(in, out, &gen);
   linear->weight().set_data(normal({out, in}, 0, std, DType::Float32, &gen));
-  return {linear, std::make_shared<Bias>(out)};
+  return linear;
+}
+
+// A Linear (weight N(0, std^2)) and a zero Bias, as GPT-2 initializes them.
+std::vector<std::shared_ptr<BasicOp>> gpt_linear(int64_t in, int64_t out, double std, Generator& gen) {
+  return {linear_without_bias(in, out, std, gen), std::make_shared<Bias>(out)};
 }
 
 // The ends of one residual branch: x goes on and into the channel, and comes back added.
@@ -78,12 +83,6 @@ std::pair<std::shared_ptr<BasicOp>, std::shared_ptr<BasicOp>> residual(const std
 }
 
 
-// A Linear without bias (weight N(0, std^2)), as Llama's.
-std::shared_ptr<Linear> llama_linear(int64_t in, int64_t out, double std, Generator& gen) {
-  auto linear = std::make_shared<Linear>(in, out, &gen);
-  linear->weight().set_data(normal({out, in}, 0, std, DType::Float32, &gen));
-  return linear;
-}
 
 constexpr double kStd = 0.02;
 
@@ -96,9 +95,10 @@ Sequential llama_model(const GptConfig& c, Generator& gen) {
   tokens->table().set_data(normal({c.vocab, c.width}, 0, kStd, DType::Float32, &gen));
   model.append(tokens);
   for (int64_t l = 0; l < c.layers; ++l) model.append(llama_block(c, l, gen));
-  auto head = llama_linear(c.width, c.vocab, kStd, gen);
+  auto head = linear_without_bias(c.width, c.vocab, kStd, gen);
   if (c.tie_embeddings) head->share_parameter("weight", tokens->table());
-  model.append(std::make_shared<RMSNorm>(c.width)).append(head).append(std::make_shared<CrossEntropy>());
+  model.append(std::make_shared<RMSNorm>(c.width, gpt_norm_eps(c))).append(head);
+  model.append(std::make_shared<CrossEntropy>());
   return model;
 }
 
@@ -106,25 +106,36 @@ Sequential llama_model(const GptConfig& c, Generator& gen) {
 
 std::vector<std::shared_ptr<BasicOp>> llama_block(const GptConfig& c, int64_t layer, Generator& gen) {
   const AttentionHeads heads = gpt_attention_heads(c);
-  const int64_t head_dim = c.width / c.heads, hidden = llama_hidden(c.width);
+  const int64_t head_dim = c.width / c.heads, hidden = gpt_mlp_hidden(c);
   const std::string n = std::to_string(layer);
   auto [attention_in, attention_out] = residual("attention_residual" + n);
-  std::vector<std::shared_ptr<BasicOp>> block{attention_in, std::make_shared<RMSNorm>(c.width),
-                                              llama_linear(c.width, heads.columns() * head_dim, kStd, gen),
+  std::vector<std::shared_ptr<BasicOp>> block{attention_in, std::make_shared<RMSNorm>(c.width, gpt_norm_eps(c)),
+                                              linear_without_bias(c.width, heads.columns() * head_dim, kStd, gen),
                                               std::make_shared<RotaryEmbedding>(heads, c.rope_theta)};
   const auto attention = attention_ops(heads, /*causal=*/true, c.dropout, gen.next_u64(), "qkv" + n);
   block.insert(block.end(), attention.begin(), attention.end());
-  block.insert(block.end(), {llama_linear(c.width, c.width, projection_std(c), gen), attention_out});
+  block.insert(block.end(), {linear_without_bias(c.width, c.width, projection_std(c), gen), attention_out});
 
   auto [mlp_in, mlp_out] = residual("mlp_residual" + n);
-  block.insert(block.end(), {mlp_in, std::make_shared<RMSNorm>(c.width), llama_linear(c.width, 2 * hidden, kStd, gen),
-                             std::make_shared<SwiGLU>(), llama_linear(hidden, c.width, projection_std(c), gen), mlp_out});
+  block.insert(block.end(), {mlp_in, std::make_shared<RMSNorm>(c.width, gpt_norm_eps(c)),
+                             linear_without_bias(c.width, 2 * hidden, kStd, gen), std::make_shared<SwiGLU>(),
+                             linear_without_bias(hidden, c.width, projection_std(c), gen), mlp_out});
   return block;
 }
 
 AttentionHeads gpt_attention_heads(const GptConfig& c) {
   if (c.kv_heads > 0) return {c.heads, c.kv_heads};
   return {c.heads, c.arch == "llama" && c.heads % 2 == 0 ? c.heads / 2 : c.heads};
+}
+
+int64_t gpt_mlp_hidden(const GptConfig& c) {
+  if (c.mlp_hidden > 0) return c.mlp_hidden;
+  return c.arch == "llama" ? llama_hidden(c.width) : 4 * c.width;
+}
+
+double gpt_norm_eps(const GptConfig& c) {
+  if (c.norm_eps > 0) return c.norm_eps;
+  return c.arch == "llama" ? 1e-6 : 1e-5;
 }
 
 int64_t llama_hidden(int64_t width) {
@@ -145,19 +156,19 @@ Sequential gpt_model(const GptConfig& c, Generator& gen) {
   for (int64_t l = 0; l < c.layers; ++l) {
     const std::string n = std::to_string(l);
     auto [attention_in, attention_out] = residual("attention_residual" + n);
-    model.append(attention_in).append(std::make_shared<LayerNorm>(c.width));
+    model.append(attention_in).append(std::make_shared<LayerNorm>(c.width, gpt_norm_eps(c)));
     model.append(gpt_linear(c.width, 3 * c.width, kStd, gen));
     model.append(attention_ops(c.heads, /*causal=*/true, c.dropout, gen.next_u64(), "qkv" + n));
     model.append(gpt_linear(c.width, c.width, projection_std(c), gen)).append(attention_out);
 
     auto [mlp_in, mlp_out] = residual("mlp_residual" + n);
-    model.append(mlp_in).append(std::make_shared<LayerNorm>(c.width));
-    model.append(gpt_linear(c.width, 4 * c.width, kStd, gen)).append(std::make_shared<GELU>());
-    model.append(gpt_linear(4 * c.width, c.width, projection_std(c), gen)).append(mlp_out);
+    model.append(mlp_in).append(std::make_shared<LayerNorm>(c.width, gpt_norm_eps(c)));
+    model.append(gpt_linear(c.width, gpt_mlp_hidden(c), kStd, gen)).append(std::make_shared<GELU>());
+    model.append(gpt_linear(gpt_mlp_hidden(c), c.width, projection_std(c), gen)).append(mlp_out);
   }
-  const std::vector<std::shared_ptr<BasicOp>> head = gpt_linear(c.width, c.vocab, kStd, gen);
-  if (c.tie_embeddings) head[0]->share_parameter("weight", tokens->table());
-  model.append(std::make_shared<LayerNorm>(c.width)).append(head);
+  auto head = linear_without_bias(c.width, c.vocab, kStd, gen);
+  if (c.tie_embeddings) head->share_parameter("weight", tokens->table());
+  model.append(std::make_shared<LayerNorm>(c.width, gpt_norm_eps(c))).append(head);
   return model;
 }
 

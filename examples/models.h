@@ -46,7 +46,7 @@ Batch charlm_batch(const CharLMConfig& config, int64_t rows, DType dtype, Device
 //             AttentionScores(heads, causal), Softmax, Dropout, AttentionValues(heads),
 //             Linear, Bias, AddExtraInput,
 //             MakeExtraOutput, LayerNorm, Linear, Bias, GELU (width -> 4 width), Linear, Bias, AddExtraInput],
-//   LayerNorm, Linear, Bias (width -> vocab)
+//   LayerNorm, Linear (width -> vocab, no bias, as GPT-2's)
 // Pre-norm blocks: each residual goes through a channel from its MakeExtraOutput to its
 // AddExtraInput, and qkv from AttentionScores to AttentionValues, so the model takes no extra
 // inputs. GPT-2's initialization: every weight and both embeddings N(0, 0.02^2), the two
@@ -61,7 +61,8 @@ Batch charlm_batch(const CharLMConfig& config, int64_t rows, DType dtype, Device
 //             Linear, AddExtraInput,
 //             MakeExtraOutput, RMSNorm, Linear (width -> 2 hidden: gate | up), SwiGLU, Linear, AddExtraInput],
 //   RMSNorm, Linear (width -> vocab), CrossEntropy
-// where hidden is 8/3 width rounded up to a multiple of 64 (llama_hidden), and the same GPT-2
+// where hidden is 8/3 width rounded up to a multiple of 64 (llama_hidden) unless mlp_hidden sets it
+// (as for GPT-2's 4 width), and the same GPT-2
 // initialization (RMSNorm gains 1). The llama model ends in its loss: it takes the next tokens
 // [batch, T] as its one extra input and gives the mean cross entropy, so that LMHeadCrossEntropy
 // fuses its head and loss and never holds the [batch T, vocab] logits (language_model.h calls it,
@@ -74,7 +75,12 @@ struct GptConfig {
   int64_t kv_heads = 0;       // llama: key and value heads, a divisor of heads (0: heads / 2 when even)
   double rope_theta = 10000;  // llama: the rotary embedding's base
   bool tie_embeddings = false;  // the LM head's weight is the token embedding's table
+  int64_t mlp_hidden = 0;  // the MLP's hidden width (0: the preset's, 4 width or llama_hidden(width))
+  double norm_eps = 0;     // the norms' epsilon (0: the preset's, 1e-5 for LayerNorm, 1e-6 for RMSNorm)
 };
+// The MLP's hidden width and the norms' epsilon of a config, its presets' where it sets none.
+int64_t gpt_mlp_hidden(const GptConfig& config);
+double gpt_norm_eps(const GptConfig& config);
 Sequential gpt_model(const GptConfig& config, Generator& gen);
 // One block of the llama model (the bracketed ops above), its residual channels named by `layer`.
 std::vector<std::shared_ptr<BasicOp>> llama_block(const GptConfig& config, int64_t layer, Generator& gen);

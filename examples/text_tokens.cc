@@ -1,8 +1,24 @@
 #include "examples/text_tokens.h"
 
+#include <cstdlib>
 #include <numeric>
 
 namespace fuselab::examples {
+
+namespace {
+
+[[noreturn]] void refuse_text() {
+  fail("this model has no tokenizer FuseLab reads (it was imported without one): it takes token ids only");
+}
+
+}  // namespace
+
+Tensor NoTokenizer::encode(std::string_view) const { refuse_text(); }
+std::string NoTokenizer::decode(const std::vector<int64_t>&) const { refuse_text(); }
+
+std::string TextTokenizer::kind() const {
+  return std::holds_alternative<CharVocabulary>(impl_) ? "char" : std::holds_alternative<BpeTokenizer>(impl_) ? "bpe" : "none";
+}
 
 int64_t TextTokenizer::size() const {
   return std::visit([](const auto& t) { return t.size(); }, impl_);
@@ -18,6 +34,7 @@ std::string TextTokenizer::decode(const std::vector<int64_t>& ids) const {
 
 std::string TextTokenizer::saved() const {
   if (const auto* bpe = std::get_if<BpeTokenizer>(&impl_)) return bpe->model_bytes();
+  if (const auto* none = std::get_if<NoTokenizer>(&impl_)) return std::to_string(none->pieces);
   const auto& characters = std::get<CharVocabulary>(impl_);
   std::vector<int64_t> ids(size_t(characters.size() - 1));
   std::iota(ids.begin(), ids.end(), 1);  // every id but the unknown one
@@ -25,8 +42,15 @@ std::string TextTokenizer::saved() const {
 }
 
 TextTokenizer TextTokenizer::from_saved(const std::string& kind, const std::string& saved, const std::string& source) {
-  check(kind == "char" || kind == "bpe", source, ": tokenizer '", kind, "' is not char or bpe");
+  check(kind == "char" || kind == "bpe" || kind == "none", source, ": tokenizer '", kind, "' is not char, bpe or none");
   if (kind == "char") return TextTokenizer(CharVocabulary(saved));
+  if (kind == "none") {
+    char* end = nullptr;
+    const long long pieces = std::strtoll(saved.c_str(), &end, 10);
+    check(!saved.empty() && *end == '\0' && pieces > 0, source, ": a vocabulary without a tokenizer records its size, "
+          "not '", saved.substr(0, 40), "'");
+    return TextTokenizer(NoTokenizer{pieces});
+  }
   return TextTokenizer(BpeTokenizer::from_model_bytes(saved, source));
 }
 

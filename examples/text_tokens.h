@@ -15,21 +15,32 @@
 
 namespace fuselab::examples {
 
+// The vocabulary of a model that came without a tokenizer FuseLab reads (a Hugging Face model
+// imported without one): its size, and an error for any text.
+struct NoTokenizer {
+  int64_t pieces;
+  int64_t size() const { return pieces; }
+  Tensor encode(std::string_view) const;
+  std::string decode(const std::vector<int64_t>&) const;
+};
+
 class TextTokenizer {
  public:
   explicit TextTokenizer(CharVocabulary characters) : impl_(std::move(characters)) {}
   explicit TextTokenizer(BpeTokenizer pieces) : impl_(std::move(pieces)) {}
+  explicit TextTokenizer(NoTokenizer none) : impl_(none) {}
 
-  std::string kind() const { return std::holds_alternative<CharVocabulary>(impl_) ? "char" : "bpe"; }
+  std::string kind() const;  // "char", "bpe" or "none"
   int64_t size() const;
   Tensor encode(std::string_view text) const;  // int64 [tokens]
   std::string decode(const std::vector<int64_t>& ids) const;
-  // What a checkpoint records to rebuild it: the characters in id order, or the BPE model's bytes.
+  // What a checkpoint records to rebuild it: the characters in id order, the BPE model's bytes,
+  // or the size of a vocabulary without a tokenizer.
   std::string saved() const;
   static TextTokenizer from_saved(const std::string& kind, const std::string& saved, const std::string& source);
 
  private:
-  std::variant<CharVocabulary, BpeTokenizer> impl_;
+  std::variant<CharVocabulary, BpeTokenizer, NoTokenizer> impl_;
 };
 
 // A text corpus in the tokens of `tokenizer`: the training and validation token streams, and the

@@ -84,6 +84,12 @@ void load_checkpoint_parameters(const std::string& path, const NamedTensors& par
   for (const auto& [name, param] : params) Tensor(param).copy_(file.tensors.at(name));
 }
 
+void save_checkpoint_parameters(const std::string& path, const NamedTensors& params, const Metadata& settings) {
+  Metadata metadata = {{"format", "fuselab checkpoint"}};
+  for (const auto& [name, value] : settings) metadata[kRunPrefix + name] = value;
+  save_safetensors(path, params, metadata);
+}
+
 void save_checkpoint(const std::string& path, const NamedTensors& params, const Optimizer& optimizer, int64_t step,
                      const RunState& run) {
   check(step == optimizer.steps(), "save_checkpoint ", path, ": step ", step, " disagrees with the optimizer's ",

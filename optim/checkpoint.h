@@ -39,5 +39,8 @@ int64_t load_checkpoint(const std::string& path, const NamedTensors& params, Opt
 // copied into `params` in place, checked as load_checkpoint checks them.
 Metadata checkpoint_settings(const std::string& path);
 void load_checkpoint_parameters(const std::string& path, const NamedTensors& params);
+// A checkpoint of a model alone (one imported from elsewhere, say): the parameters and the
+// settings, no optimizer state, so that it can be read as above but not resumed from.
+void save_checkpoint_parameters(const std::string& path, const NamedTensors& params, const Metadata& settings);
 
 }  // namespace fuselab

@@ -23,7 +23,7 @@ sizes holds {"batch", "causal", "heads"} as the bench writes them.
 --model gpt mirrors `//tools:bench --model gpt` (examples/models.cc's gpt_model): --tokens windows
 of --gpt-context token ids, token + learned position embeddings, --layers pre-norm blocks
 (LayerNorm, QKV Linear, causal attention, projection + residual, LayerNorm, Linear, GELU-tanh,
-Linear + residual), final LayerNorm and LM head over a vocabulary of 112, loss the cross-entropy
+Linear + residual), final LayerNorm and LM head without bias over a vocabulary of 112, loss the cross-entropy
 against random next ids. unfused_* is eager with math attention, sdpa_* eager with
 F.scaled_dot_product_attention, fused_* torch.compile of the math version. --model llama mirrors
 `//tools:bench --model llama` (gpt --arch=llama) the same way, written as Hugging Face's Llama:
@@ -188,7 +188,7 @@ class Gpt(torch.nn.Module):
         super().__init__()
         self.tokens, self.positions = torch.nn.Embedding(vocab, width), torch.nn.Embedding(context, width)
         self.blocks = torch.nn.Sequential(*[GptBlock(width, heads, attention) for _ in range(layers)])
-        self.ln, self.head = torch.nn.LayerNorm(width), torch.nn.Linear(width, vocab)
+        self.ln, self.head = torch.nn.LayerNorm(width), torch.nn.Linear(width, vocab, bias=False)
 
     def forward(self, ids, next_ids):
         x = self.tokens(ids) + self.positions.weight[: ids.shape[1]]

@@ -1,0 +1,36 @@
+#include "examples/gpt_checkpoint.h"
+
+#include <filesystem>
+
+#include "examples/gpt_flags.h"
+#include "examples/training_run.h"
+#include "optim/checkpoint.h"
+
+namespace fuselab::examples {
+
+GptCheckpoint load_gpt_checkpoint(const std::string& folder) {
+  const std::string file = folder + "/gpt.safetensors";
+  const Metadata settings = checkpoint_settings(file);
+  GptConfig config = gpt_model_of_checkpoint(settings, file);
+  const auto kind = settings.find("--tokenizer"), vocabulary = settings.find("vocabulary");
+  check(kind != settings.end() && vocabulary != settings.end(), "checkpoint ", file,
+        " does not record its tokenizer: not a checkpoint of gpt");
+  TextTokenizer tokenizer = TextTokenizer::from_saved(kind->second, unquote_setting(vocabulary->second), file);
+  config.vocab = tokenizer.size();
+  Generator init(0);
+  Sequential model = gpt_model(config, init);
+  load_checkpoint_parameters(file, model.named_parameters());
+  return {config, std::move(tokenizer), std::move(model)};
+}
+
+void save_gpt_checkpoint(const std::string& folder, const GptConfig& config, const TextTokenizer& tokenizer,
+                         const Sequential& model) {
+  Metadata settings = gpt_model_settings(config);
+  settings["--tokenizer"] = tokenizer.kind();
+  settings["--vocab-size"] = std::to_string(tokenizer.kind() == "bpe" ? tokenizer.size() : 0);
+  settings["vocabulary"] = quote_setting(tokenizer.saved());
+  std::filesystem::create_directories(folder);
+  save_checkpoint_parameters(folder + "/gpt.safetensors", model.named_parameters(), settings);
+}
+
+}  // namespace fuselab::examples

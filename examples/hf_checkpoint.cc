@@ -1,0 +1,87 @@
+// Moves a trained model of //examples:gpt between FuseLab's checkpoint and Hugging Face's layout
+// (examples/hugging_face.h): config.json and model.safetensors that `transformers` loads as
+// GPT2LMHeadModel or LlamaForCausalLM, and back.
+//
+//   bazel-bin/examples/hf_checkpoint --checkpoint=DIR --export=HF_DIR
+//   bazel-bin/examples/hf_checkpoint --import=HF_DIR --checkpoint=DIR    (then generate --checkpoint=DIR)
+//
+// Export writes FuseLab's tokenizer into model.safetensors' metadata, so that importing the
+// folder again gives back the same model and tokenizer exactly, and a BPE model as tokenizer.model
+// too (SentencePiece's file, which `transformers`' LlamaTokenizer reads; FuseLab hands it bytes
+// 0x80-0xFF as the code points U+0180-U+01FF: text/bpe_tokenizer.h). Import takes the tokenizer
+// from that metadata, else from a SentencePiece tokenizer.model in the folder, else records that
+// the model has none (generate then refuses text). The imported checkpoint holds the model alone:
+// generate and export read it; training cannot resume from it.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "examples/flags.h"
+#include "examples/gpt_checkpoint.h"
+#include "examples/hugging_face.h"
+#include "examples/training_run.h"
+
+using namespace fuselab;
+using namespace fuselab::examples;
+
+namespace {
+
+const std::string kTokenizerKind = "fuselab.tokenizer", kTokenizerSaved = "fuselab.vocabulary";
+
+void export_checkpoint(const std::string& checkpoint, const std::string& folder) {
+  const GptCheckpoint model = load_gpt_checkpoint(checkpoint);
+  write_hugging_face(folder, model.config, model.model,
+                     {{kTokenizerKind, model.tokenizer.kind()}, {kTokenizerSaved, quote_setting(model.tokenizer.saved())}});
+  if (model.tokenizer.kind() == "bpe") {
+    std::ofstream out(folder + "/tokenizer.model", std::ios::binary);
+    out << model.tokenizer.saved();
+    check(out.good(), "hf_checkpoint: cannot write ", folder, "/tokenizer.model");
+  }
+  std::printf("hf_checkpoint: %s (%s, %lld layers of width %lld, vocabulary %lld, tokenizer %s) -> %s\n",
+              checkpoint.c_str(), model.config.arch.c_str(), (long long)model.config.layers,
+              (long long)model.config.width, (long long)model.config.vocab, model.tokenizer.kind().c_str(),
+              folder.c_str());
+}
+
+// The tokenizer of an imported folder: FuseLab's own, SentencePiece's tokenizer.model, or none.
+TextTokenizer tokenizer_of(const std::string& folder, const Metadata& metadata, int64_t vocab) {
+  const auto kind = metadata.find(kTokenizerKind), saved = metadata.find(kTokenizerSaved);
+  const std::string file = folder + "/tokenizer.model";
+  TextTokenizer tokenizer =
+      kind != metadata.end() && saved != metadata.end()
+          ? TextTokenizer::from_saved(kind->second, unquote_setting(saved->second), folder + "/model.safetensors")
+      : std::filesystem::exists(file)
+          ? TextTokenizer(BpeTokenizer::from_model_bytes(
+                std::string(std::istreambuf_iterator<char>(std::ifstream(file, std::ios::binary).rdbuf()), {}), file))
+          : TextTokenizer(NoTokenizer{vocab});
+  check(tokenizer.size() == vocab, "hf_checkpoint: the tokenizer of ", folder, " has ", tokenizer.size(),
+        " tokens, but config.json's vocab_size is ", vocab);
+  return tokenizer;
+}
+
+void import_checkpoint(const std::string& folder, const std::string& checkpoint) {
+  HuggingFaceModel model = read_hugging_face(folder);
+  const TextTokenizer tokenizer = tokenizer_of(folder, model.metadata, model.config.vocab);
+  save_gpt_checkpoint(checkpoint, model.config, tokenizer, model.model);
+  std::printf("hf_checkpoint: %s (%s, %lld layers of width %lld, vocabulary %lld, tokenizer %s) -> %s\n",
+              folder.c_str(), model.config.arch.c_str(), (long long)model.config.layers,
+              (long long)model.config.width, (long long)model.config.vocab, tokenizer.kind().c_str(),
+              checkpoint.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return main_reporting_errors(argc, argv, [&] {
+    Flags flags("hf_checkpoint", "Exports a checkpoint of gpt to Hugging Face's layout, or imports one.");
+    std::string checkpoint, to, from;
+    flags.add("checkpoint", checkpoint, "the folder of FuseLab's checkpoint (DIR/gpt.safetensors)");
+    flags.add("export", to, "write the checkpoint's model to this folder in Hugging Face's layout");
+    flags.add("import", from, "read a Hugging Face GPT-2 or Llama folder into the checkpoint");
+    if (!flags.parse(argc, argv)) return 0;
+    check(!checkpoint.empty(), "hf_checkpoint: --checkpoint=DIR is required");
+    check(to.empty() != from.empty(), "hf_checkpoint: give one of --export=HF_DIR and --import=HF_DIR");
+    to.empty() ? import_checkpoint(from, checkpoint) : export_checkpoint(checkpoint, to);
+    return 0;
+  });
+}
