@@ -53,6 +53,7 @@ int run(const Config& c) {
         return c.stop.empty() || text.find(c.stop) == std::string::npos;
       });
   std::printf("\n");
+  std::fflush(stdout);  // the text ends before the speeds on stderr
   std::fprintf(stderr, "prefill: %lld tokens in %.1f ms (%.0f tokens/s); decode: %lld tokens in %.2f s (%.0f tokens/s)\n",
                (long long)stats.prefill_tokens, stats.prefill_seconds * 1e3,
                double(stats.prefill_tokens) / stats.prefill_seconds, (long long)stats.decoded_tokens,

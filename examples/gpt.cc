@@ -14,6 +14,7 @@
 // With --accumulate N each step's batch runs as N micro-batches of batch / N windows, each loss
 // scaled by 1 / N, their grads summed before the one step: the same step in less memory.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "autograd/functional.h"
@@ -40,7 +41,7 @@ struct Config {
   RunFlags run;
   int64_t batch = 32, accumulate = 1, sample = 300, val_tokens = 0, vocab_size = 1024;
   double weight_decay = 0.01, temperature = 0.8;
-  std::string corpus = kFortuneFolder, tokenizer = "char";
+  std::string corpus = kFortuneFolder, tokenizer = "char", token_cache = default_token_cache();
 };
 
 int64_t parameter_count(const Sequential& model) {
@@ -69,7 +70,7 @@ void report(TrainingRun& run, Sequential& model, const TokenizedCorpus& corpus, 
                             c.temperature, sampler, device).c_str());
   }
   run.write_json({{"val_loss", loss}, {"unigram_loss", baseline}, {"val_nats_per_char", loss_per_char},
-                  {"unigram_nats_per_char", baseline_per_char}, {"train_loss", run.last_loss()},
+                  {"unigram_nats_per_char", baseline_per_char}, {"val_bits_per_byte", loss_per_char / std::log(2.0)}, {"train_loss", run.last_loss()},
                   {"peak_bytes", double(CachingAllocator::of(device).stats().peak_bytes_in_use)},
                   {"parameters", double(parameter_count(model))}});
 }
@@ -86,7 +87,8 @@ int train(Config c) {
   const Device device = run_device("gpt", c.run);
   check(c.batch % c.accumulate == 0, "gpt: --batch=", c.batch, " does not split evenly into --accumulate=",
         c.accumulate, " micro-batches");
-  const TokenizedCorpus corpus = tokenize_corpus(load_text_corpus(fortune_files(c.corpus)), c.tokenizer, c.vocab_size);
+  const TokenizedCorpus corpus =
+      tokenize_corpus(load_text_corpus(fortune_files(c.corpus)), c.tokenizer, c.vocab_size, c.token_cache);
   check(corpus.train.size(0) >= c.model.context + c.batch, "gpt: the training text of ", c.corpus, " has ",
         corpus.train.size(0), " tokens, too few for --batch=", c.batch, " windows of --context=", c.model.context);
   check(corpus.validation.size(0) >= 2, "gpt: the validation text of ", c.corpus, " has fewer than 2 tokens");
@@ -99,6 +101,7 @@ int train(Config c) {
   const std::vector<ParamGroup> groups = gpt_decay_groups(model, c.weight_decay);
   AdamW optimizer(groups, {c.run.lr, 0.9, 0.95, 1e-8});
   WindowSampler batches(corpus.train, c.batch, c.model.context, uint64_t(c.run.seed) + 1);
+  std::printf("gpt: tokens: %s\n", corpus.source.c_str());
   std::printf("gpt: %lld train / %lld validation tokens (%s), vocabulary %lld; %s, %lld layers of width %lld, %s, "
               "context %lld, %lld parameters; batch %lld, fusion %s\n", (long long)corpus.train.size(0),
               (long long)corpus.validation.size(0), c.tokenizer.c_str(), (long long)c.model.vocab, c.model.arch.c_str(),
@@ -151,6 +154,8 @@ int main(int argc, char** argv) {
     flags.add("corpus", c.corpus, "folder of fortune files (Debian's fortunes package)");
     flags.add("tokenizer", c.tokenizer, "char (one token a byte) or bpe (subword pieces of a byte-level BPE model "
               "that SentencePiece trains on the training text)");
+    flags.add("token-cache", c.token_cache, "--tokenizer=bpe: the folder that caches the tokens and BPE model of "
+              "a text and --vocab-size, so that later runs map them (\"\": none)");
     flags.add("vocab-size", c.vocab_size, "--tokenizer=bpe: pieces of the BPE model (among them the 256 bytes, the "
               "unknown piece and each distinct character of the training text)", {257, 1 << 20});
     flags.add("val-tokens", c.val_tokens, "validation tokens to score, from the start (0: all)", {0, INT64_MAX});

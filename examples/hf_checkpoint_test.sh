@@ -28,6 +28,12 @@ done
 
 "$hf" --import="$transformers_made" --checkpoint="$dir/made" > /dev/null || fail "import of $transformers_made"
 expect_error "has no tokenizer FuseLab reads" "$generate" --checkpoint="$dir/made" --prompt=x
+# A tokenizer.model beside a model transformers made: a damaged one, and one of another vocabulary.
+mkdir -p "$dir/spm" && cp "$transformers_made"/config.json "$transformers_made"/model.safetensors "$dir/spm/"
+head -c 300 "$dir/llama.hf/tokenizer.model" > "$dir/spm/tokenizer.model"
+expect_error "$dir/spm/tokenizer.model is not a SentencePiece model" "$hf" --import="$dir/spm" --checkpoint="$dir/x"
+cp "$dir/llama.hf/tokenizer.model" "$dir/spm/tokenizer.model"
+expect_error "has 512 tokens, but config.json's vocab_size is 64" "$hf" --import="$dir/spm" --checkpoint="$dir/x"
 expect_error "give one of --export=HF_DIR and --import=HF_DIR" "$hf" --checkpoint="$dir/gpt2"
 expect_error "give one of --export=HF_DIR and --import=HF_DIR" "$hf" --checkpoint="$dir/gpt2" --export=a --import=b
 expect_error "--checkpoint=DIR is required" "$hf" --export="$dir/x"

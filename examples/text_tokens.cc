@@ -1,7 +1,10 @@
 #include "examples/text_tokens.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <numeric>
+
+#include "data/token_cache.h"
 
 namespace fuselab::examples {
 
@@ -54,13 +57,40 @@ TextTokenizer TextTokenizer::from_saved(const std::string& kind, const std::stri
   return TextTokenizer(BpeTokenizer::from_model_bytes(saved, source));
 }
 
-TokenizedCorpus tokenize_corpus(const TextCorpus& corpus, const std::string& kind, int64_t vocab_size) {
+TokenizedCorpus tokenize_corpus(const TextCorpus& corpus, const std::string& kind, int64_t vocab_size,
+                                const std::string& cache_folder) {
   check(kind == "char" || kind == "bpe", "--tokenizer=", kind, " is not char or bpe");
-  if (kind == "char") return {TextTokenizer(corpus.vocab), corpus.train, corpus.validation};
+  if (kind == "char") return {TextTokenizer(corpus.vocab), corpus.train, corpus.validation, "characters"};
   const std::string train = corpus.vocab.decode(corpus.train.to_vector<int64_t>());
   const std::string validation = corpus.vocab.decode(corpus.validation.to_vector<int64_t>());
+  // The key: the text and BpeTokenizer's settings (change "bpe1" when BpeTokenizer::train does).
+  const uint64_t key = fnv1a(validation, fnv1a(train, fnv1a("bpe1 " + std::to_string(vocab_size))));
+  char name[40];
+  std::snprintf(name, sizeof name, "/tokens-%016llx.bin", static_cast<unsigned long long>(key));
+  const std::string file = cache_folder + name;
+  std::string why_not;
+  if (!cache_folder.empty()) {
+    if (auto cached = read_token_cache(file, key, &why_not)) {
+      return {TextTokenizer(BpeTokenizer::from_model_bytes(cached->tokenizer, file)), cached->train,
+              cached->validation, "BPE pieces mapped from " + file};
+    }
+  }
   TextTokenizer tokenizer(BpeTokenizer::train(train, vocab_size));
-  return {tokenizer, tokenizer.encode(train), tokenizer.encode(validation)};
+  TokenizedCorpus tokenized{tokenizer, tokenizer.encode(train), tokenizer.encode(validation), "BPE pieces encoded now"};
+  if (cache_folder.empty()) return tokenized;
+  try {
+    write_token_cache(file, key, {tokenizer.saved(), tokenized.train, tokenized.validation});
+    tokenized.source += (why_not.empty() ? "" : " (" + why_not + ")") + " and cached in " + file;
+  } catch (const Error& e) {
+    tokenized.source += ", not cached: " + std::string(e.what());
+  }
+  return tokenized;
+}
+
+std::string default_token_cache() {
+  if (const char* cache = std::getenv("XDG_CACHE_HOME"); cache && *cache) return std::string(cache) + "/fuselab";
+  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/fuselab";
+  return "";
 }
 
 double nats_per_character(double nats_per_token, const Tensor& tokens, const TextTokenizer& tokenizer) {

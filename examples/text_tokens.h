@@ -48,11 +48,20 @@ class TextTokenizer {
 struct TokenizedCorpus {
   TextTokenizer tokenizer;
   Tensor train, validation;  // int64 [tokens]
+  std::string source;        // where the tokens came from, to print
 };
 
 // `corpus` in characters (its own vocabulary), or with kind "bpe" in the pieces of a BPE model
-// of `vocab_size` trained on its training text.
-TokenizedCorpus tokenize_corpus(const TextCorpus& corpus, const std::string& kind, int64_t vocab_size);
+// of `vocab_size` trained on its training text. BPE tokens (and the model) are cached in
+// `cache_folder` (data/token_cache.h; "" for no cache): a later run on the same text and
+// settings maps them instead of training and encoding again. A cache that cannot be written is
+// said in `source`, not an error.
+TokenizedCorpus tokenize_corpus(const TextCorpus& corpus, const std::string& kind, int64_t vocab_size,
+                                const std::string& cache_folder = "");
+
+// Where the gpt programs cache tokens by default: $XDG_CACHE_HOME/fuselab, else
+// $HOME/.cache/fuselab, else none ("").
+std::string default_token_cache();
 
 // Mean nats per token over tokens[1:] (as validation_loss gives it) as nats per byte of the text
 // those tokens decode to: the unit in which runs of different tokenizers compare.

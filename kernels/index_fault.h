@@ -16,6 +16,7 @@ struct IndexFault {
   enum Kind : int32_t { kNone = 0, kEmbeddingId = 1, kCrossEntropyLabel = 2 };
   int32_t kind;  // kNone until a kernel records one; set first, with an atomic compare-and-swap
   int64_t value, limit;
+  int64_t row;  // where the value was: the id's position, the label's row
 };
 
 }  // namespace fuselab::kernels

@@ -10,6 +10,14 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
   return Tensor(std::make_shared<TensorImpl>(TensorImpl{storage, shape, dtype}));
 }
 
+Tensor from_memory(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner) {
+  for (int64_t size : shape) check(size >= 0, "from_memory: negative size in shape ", shape);
+  check(reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) == 0, "from_memory: ", data, " is not aligned for ",
+        dtype);
+  auto storage = std::make_shared<Storage>(data, size_t(numel(shape)) * dtype_size(dtype), std::move(owner));
+  return Tensor(std::make_shared<TensorImpl>(TensorImpl{storage, shape, dtype}));
+}
+
 Tensor full(const Shape& shape, double value, DType dtype, Device device) {
   Tensor t = empty(shape, dtype, device);
   t.fill_(value);

@@ -21,6 +21,10 @@ Tensor arange(int64_t n, DType dtype = DType::Int64, Device device = Device::cpu
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device device = Device::cpu());
 
+// A CPU tensor over memory that `owner` keeps alive (a mapped file, say), not copied: the tensor
+// and its views hold `owner` until the last of them goes. `data` must be aligned for `dtype`.
+Tensor from_memory(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner);
+
 // Random draws, consumed in row-major order from `gen` (default_generator() when null).
 Tensor uniform(const Shape& shape, double low, double high, DType dtype = DType::Float32,
                Generator* gen = nullptr);

@@ -16,7 +16,12 @@ namespace fuselab {
 Storage::Storage(size_t bytes, Device device)
     : data_(CachingAllocator::of(device).allocate(bytes)), bytes_(bytes), device_(device) {}
 
-Storage::~Storage() { CachingAllocator::of(device_).deallocate(data_, bytes_); }
+Storage::Storage(void* data, size_t bytes, std::shared_ptr<void> owner)
+    : data_(data), bytes_(bytes), device_(Device::cpu()), owner_(std::move(owner)) {}
+
+Storage::~Storage() {
+  if (!owner_) CachingAllocator::of(device_).deallocate(data_, bytes_);
+}
 
 TensorImpl& Tensor::impl() const {
   check(impl_ != nullptr, "use of an undefined Tensor");

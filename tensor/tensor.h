@@ -17,10 +17,12 @@
 
 namespace fuselab {
 
-// Memory owned by the device's caching allocator; returned to it on destruction.
+// Memory owned by the device's caching allocator and returned to it on destruction; or CPU memory
+// that something else owns (a mapped file, say), kept alive by `owner` as long as the storage.
 class Storage {
  public:
   Storage(size_t bytes, Device device);
+  Storage(void* data, size_t bytes, std::shared_ptr<void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -32,6 +34,7 @@ class Storage {
   void* data_;
   size_t bytes_;
   Device device_;
+  std::shared_ptr<void> owner_;  // set for memory the allocator did not give
 };
 
 struct AutogradMeta;  // defined by autograd/tape.h

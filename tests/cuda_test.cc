@@ -533,14 +533,14 @@ TEST_F(Cuda, IdsAndLabelsOutOfRangeAreReportedAtTheNextRead) {
   const Tensor bad_ids = from_vector<int64_t>({0, 4, 7, 1}, {4}).to(kGpu);
   const Tensor looked_up = embedding(table, bad_ids);  // queued: no wait, no error yet
   testing::expect_error([&] { looked_up.to(Device::cpu()); },
-                        {"Embedding: id 7 out of range for a table of 5 rows", "cuda:0"});
+                        {"Embedding: id 7 at position 2 of the ids out of range for a table of 5 rows", "cuda:0"});
   EXPECT_EQ(embedding(table, from_vector<int64_t>({4, 0}, {2}).to(kGpu)).to(Device::cpu()).shape(), (Shape{2, 3}));
 
   Tensor logits = random({3, 4}, DType::Float32, 2).to(kGpu);
   logits.set_requires_grad(true);
   const Tensor loss = cross_entropy(logits, from_vector<int64_t>({1, -1, 9}, {3}).to(kGpu), /*ignore_index=*/-1);
   backward(loss);
-  testing::expect_error([&] { loss.item(); }, {"cross_entropy: label 9 out of range for 4 classes"});
+  testing::expect_error([&] { loss.item(); }, {"cross_entropy: label 9 in row 2 out of range for 4 classes"});
   const std::vector<float> dx = logits.grad().to(Device::cpu()).to_vector<float>();
   for (size_t j = 4; j < dx.size(); ++j) EXPECT_EQ(dx[j], 0.0f) << "the ignored and the bad row, element " << j;
   logits.zero_grad();

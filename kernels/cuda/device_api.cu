@@ -32,7 +32,7 @@ MappedFault& mapped_fault(int device) {
   void *host = nullptr, *mapped = nullptr;
   check_cuda(cudaHostAlloc(&host, sizeof(IndexFault), cudaHostAllocMapped), "cudaHostAlloc(index fault)");
   check_cuda(cudaHostGetDevicePointer(&mapped, host, 0), "cudaHostGetDevicePointer(index fault)");
-  *static_cast<IndexFault*>(host) = IndexFault{IndexFault::kNone, 0, 0};
+  *static_cast<IndexFault*>(host) = IndexFault{IndexFault::kNone, 0, 0, 0};
   const MappedFault record{static_cast<IndexFault*>(host), static_cast<IndexFault*>(mapped)};
   return mapped_faults().emplace(device, record).first->second;
 }
@@ -48,15 +48,17 @@ void throw_recorded_fault(int device) {
   }
   if (record == nullptr || record->kind == IndexFault::kNone) return;
   const IndexFault found = *record;
-  *record = IndexFault{IndexFault::kNone, 0, 0};
+  *record = IndexFault{IndexFault::kNone, 0, 0, 0};
   const std::string where = " (found on cuda:" + std::to_string(device) +
                             " by a kernel queued earlier; reported at the next read from the device)";
   if (found.kind == IndexFault::kEmbeddingId) {
-    throw std::out_of_range("Embedding: id " + std::to_string(found.value) + " out of range for a table of " +
+    throw std::out_of_range("Embedding: id " + std::to_string(found.value) + " at position " +
+                            std::to_string(found.row) + " of the ids out of range for a table of " +
                             std::to_string(found.limit) + " rows" + where);
   }
-  throw std::out_of_range("cross_entropy: label " + std::to_string(found.value) + " out of range for " +
-                          std::to_string(found.limit) + " classes" + where);
+  throw std::out_of_range("cross_entropy: label " + std::to_string(found.value) + " in row " +
+                          std::to_string(found.row) + " out of range for " + std::to_string(found.limit) +
+                          " classes" + where);
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ __global__ void embedding_forward_kernel(const T* table, const int64_t* ids, T* 
   FUSELAB_GRID_STRIDE_LOOP(i, n) {
     const int64_t id = ids[i / dim];
     // The row's first element records a bad id: one atomic per id, not one per element.
-    const bool valid = i % dim == 0 ? in_range(id, vocab, IndexFault::kEmbeddingId, fault) : 0 <= id && id < vocab;
+    const bool valid = i % dim == 0 ? in_range(id, vocab, i / dim, IndexFault::kEmbeddingId, fault) : 0 <= id && id < vocab;
     out[i] = valid ? table[id * dim + i % dim] : T(0);
   }
 }

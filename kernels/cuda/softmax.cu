@@ -58,7 +58,7 @@ __global__ void cross_entropy_forward_kernel(const T* x, const int64_t* labels, 
   const T row_lse = row_log_sum_exp(xr, cols, shared);
   if (threadIdx.x == 0) {
     const int64_t label = labels[blockIdx.x];
-    const bool counted = label != ignore_index && in_range(label, cols, IndexFault::kCrossEntropyLabel, fault);
+    const bool counted = label != ignore_index && in_range(label, cols, blockIdx.x, IndexFault::kCrossEntropyLabel, fault);
     lse[blockIdx.x] = row_lse;
     row_loss[blockIdx.x] = counted ? row_lse - xr[label] : T(0);
     row_counted[blockIdx.x] = counted ? T(1) : T(0);
@@ -86,7 +86,7 @@ __global__ void cross_entropy_forward_grad_kernel(T* x, const int64_t* labels, T
   }
   total = block_sum(total, shared);
   if (threadIdx.x == 0) {
-    const bool counted = label != ignore_index && in_range(label, cols, IndexFault::kCrossEntropyLabel, fault);
+    const bool counted = label != ignore_index && in_range(label, cols, blockIdx.x, IndexFault::kCrossEntropyLabel, fault);
     lse[blockIdx.x] = m + log(total);
     row_loss[blockIdx.x] = counted ? m + log(total) - picked : T(0);
     row_counted[blockIdx.x] = counted ? T(1) : T(0);
