@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -27,17 +27,13 @@ static_assert(sizeof(Header) == 64);
 
 uint64_t padded(uint64_t bytes) { return (bytes + 7) / 8 * 8; }
 
-// The whole file mapped, unmapped when the last tensor over it goes.
-std::shared_ptr<void> map_file(const std::string& path, size_t* size) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) return nullptr;
+// The whole file mapped, unmapped when the last tensor over it goes; null (and *size 0 for an
+// empty file) where it cannot be.
+std::shared_ptr<void> map_file(int fd, size_t* size) {
   struct stat info {};
-  void* data = MAP_FAILED;
-  if (::fstat(fd, &info) == 0 && info.st_size > 0) {
-    *size = size_t(info.st_size);
-    data = ::mmap(nullptr, *size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-  }
-  ::close(fd);
+  if (::fstat(fd, &info) != 0 || info.st_size <= 0) return nullptr;
+  *size = size_t(info.st_size);
+  void* data = ::mmap(nullptr, *size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
   if (data == MAP_FAILED) return nullptr;
   const size_t length = *size;
   return std::shared_ptr<void>(data, [length](void* p) { ::munmap(p, length); });
@@ -52,15 +48,18 @@ uint64_t fnv1a(std::string_view bytes, uint64_t hash) {
 
 std::optional<TokenStreams> read_token_cache(const std::string& path, uint64_t key, std::string* why) {
   why->clear();
-  if (!std::filesystem::exists(path)) return std::nullopt;
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0 && errno == ENOENT) return std::nullopt;
+  if (fd < 0) return *why = path + " cannot be opened: " + std::strerror(errno), std::nullopt;
   size_t size = 0;
-  const std::shared_ptr<void> file = map_file(path, &size);
-  if (!file) return *why = path + " cannot be mapped", std::nullopt;
-  auto* bytes = static_cast<char*>(file.get());
+  const std::shared_ptr<void> file = map_file(fd, &size);
+  ::close(fd);
   Header h;
   if (size < sizeof h) return *why = path + " is shorter than its header", std::nullopt;
+  if (!file) return *why = path + " cannot be mapped", std::nullopt;
+  auto* bytes = static_cast<char*>(file.get());
   std::memcpy(&h, bytes, sizeof h);
-  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kVersion) {
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.version != kVersion || h.zero != 0) {
     return *why = path + " is not a token cache of this version", std::nullopt;
   }
   if (h.key != key) return *why = path + " was made from another text or tokenizer", std::nullopt;
@@ -81,8 +80,8 @@ void write_token_cache(const std::string& path, uint64_t key, const TokenStreams
   std::string body = streams.tokenizer;
   body.resize(padded(body.size()), '\0');
   for (const Tensor& ids : {streams.train, streams.validation}) {
-    check(ids.dtype() == DType::Int64 && ids.dim() == 1, "write_token_cache ", path, ": ids are int64 [tokens], got ",
-          ids.dtype(), " ", ids.shape());
+    check(ids.dtype() == DType::Int64 && ids.dim() == 1 && ids.device().is_cpu(), "write_token_cache ", path,
+          ": ids are int64 [tokens] on the CPU, got ", ids.dtype(), " ", ids.shape(), " on ", ids.device().str());
     body.append(static_cast<const char*>(ids.raw_data()), ids.nbytes());
   }
   Header h{{}, kVersion, key, streams.tokenizer.size(), uint64_t(streams.train.numel()),
@@ -92,7 +91,7 @@ void write_token_cache(const std::string& path, uint64_t key, const TokenStreams
   std::error_code error;
   if (file.has_parent_path()) std::filesystem::create_directories(file.parent_path(), error);
   check(!error, "write_token_cache: cannot create the folder of ", path, ": ", error.message());
-  const std::string temporary = path + ".tmp";
+  const std::string temporary = path + "." + std::to_string(::getpid()) + ".tmp";  // one per writer
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(&h), sizeof h).write(body.data(), std::streamsize(body.size()));

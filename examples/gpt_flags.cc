@@ -1,5 +1,6 @@
 #include "examples/gpt_flags.h"
 
+#include <cstdlib>
 #include <iomanip>
 #include <sstream>
 #include <vector>
@@ -17,9 +18,9 @@ void add_gpt_model_flags(Flags& flags, GptConfig& model) {
   flags.add("tie-embeddings", model.tie_embeddings, "the LM head's weight is the token embedding's table "
             "(one parameter, both grads added into it)");
   flags.add("context", model.context, "tokens the model attends over (the window length)", {1, 1 << 20});
-  flags.add("layers", model.layers, "transformer blocks", {0, 64});
-  flags.add("heads", model.heads, "attention heads (they split --width)", {1, 256});
-  flags.add("width", model.width, "model width (embedding and residual stream)", {1, 8192});
+  flags.add("layers", model.layers, "transformer blocks", {0, 1024});
+  flags.add("heads", model.heads, "attention heads (they split --width)", {1, 1024});
+  flags.add("width", model.width, "model width (embedding and residual stream)", {1, 1 << 16});
   flags.add("dropout", model.dropout, "dropout probability on the attention probabilities", {0, 0.9});
   flags.add("mlp-hidden", model.mlp_hidden, "the MLP's hidden width (0: 4 --width for gpt2, 8/3 --width rounded "
             "up to a multiple of 64 for llama)", {0, 1 << 20});
@@ -47,13 +48,17 @@ Metadata gpt_model_settings(const GptConfig& m) {
     for (int digits = 15;; digits = 17) {
       std::ostringstream text;
       text << std::setprecision(digits) << value;
-      if (digits == 17 || std::stod(text.str()) == value) return text.str();
+      if (digits == 17 || std::strtod(text.str().c_str(), nullptr) == value) return text.str();
     }
   };
-  return {{"--arch", m.arch}, {"--kv-heads", number(m.kv_heads)}, {"--rope-theta", number(m.rope_theta)},
+  // The sizes the presets leave to a rule are recorded as the rule gives them, so that a model
+  // saved with the rule's value and one that set the same value read the same.
+  const int64_t kv_heads = m.arch == "llama" ? gpt_kv_heads(m) : m.kv_heads;
+  return {{"--arch", m.arch}, {"--kv-heads", number(kv_heads)}, {"--rope-theta", number(m.rope_theta)},
           {"--tie-embeddings", number(m.tie_embeddings)}, {"--context", number(m.context)},
           {"--layers", number(m.layers)}, {"--heads", number(m.heads)}, {"--width", number(m.width)},
-          {"--dropout", number(m.dropout)}, {"--mlp-hidden", number(m.mlp_hidden)}, {"--norm-eps", number(m.norm_eps)}};
+          {"--dropout", number(m.dropout)}, {"--mlp-hidden", number(gpt_mlp_hidden(m))},
+          {"--norm-eps", number(gpt_norm_eps(m))}};
 }
 
 GptConfig gpt_model_of_checkpoint(const Metadata& settings, const std::string& path) {

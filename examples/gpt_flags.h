@@ -15,7 +15,8 @@ void add_gpt_model_flags(Flags& flags, GptConfig& model);
 void check_gpt_model_flags(const GptConfig& model);
 
 // The settings gpt records in its checkpoints for its model: each flag above and its value as
-// text ("--context" -> "64"), exact for every value.
+// text ("--context" -> "64"), exact for every value, the presets' rules applied (--kv-heads,
+// --mlp-hidden and --norm-eps as the model has them, never 0).
 Metadata gpt_model_settings(const GptConfig& model);
 
 // The model a checkpoint of gpt (at `path`) was saved with: its recorded settings (the flags

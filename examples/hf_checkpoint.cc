@@ -19,6 +19,7 @@
 #include "examples/flags.h"
 #include "examples/gpt_checkpoint.h"
 #include "examples/hugging_face.h"
+#include "examples/output_file.h"
 #include "examples/training_run.h"
 
 using namespace fuselab;
@@ -28,32 +29,40 @@ namespace {
 
 const std::string kTokenizerKind = "fuselab.tokenizer", kTokenizerSaved = "fuselab.vocabulary";
 
+void say(const std::string& from, const GptConfig& c, const TextTokenizer& tokenizer, const std::string& to) {
+  std::printf("hf_checkpoint: %s (%s, %lld layers of width %lld, vocabulary %lld, tokenizer %s) -> %s\n", from.c_str(),
+              c.arch.c_str(), (long long)c.layers, (long long)c.width, (long long)c.vocab, tokenizer.kind().c_str(),
+              to.c_str());
+}
+
 void export_checkpoint(const std::string& checkpoint, const std::string& folder) {
   const GptCheckpoint model = load_gpt_checkpoint(checkpoint);
   write_hugging_face(folder, model.config, model.model,
                      {{kTokenizerKind, model.tokenizer.kind()}, {kTokenizerSaved, quote_setting(model.tokenizer.saved())}});
   if (model.tokenizer.kind() == "bpe") {
-    std::ofstream out(folder + "/tokenizer.model", std::ios::binary);
-    out << model.tokenizer.saved();
-    check(out.good(), "hf_checkpoint: cannot write ", folder, "/tokenizer.model");
+    OutputFile file("export", folder + "/tokenizer.model");
+    file.write(model.tokenizer.saved());
+    file.commit();
   }
-  std::printf("hf_checkpoint: %s (%s, %lld layers of width %lld, vocabulary %lld, tokenizer %s) -> %s\n",
-              checkpoint.c_str(), model.config.arch.c_str(), (long long)model.config.layers,
-              (long long)model.config.width, (long long)model.config.vocab, model.tokenizer.kind().c_str(),
-              folder.c_str());
+  say(checkpoint, model.config, model.tokenizer, folder);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  check(in.good(), "hf_checkpoint: cannot read ", path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 // The tokenizer of an imported folder: FuseLab's own, SentencePiece's tokenizer.model, or none.
 TextTokenizer tokenizer_of(const std::string& folder, const Metadata& metadata, int64_t vocab) {
   const auto kind = metadata.find(kTokenizerKind), saved = metadata.find(kTokenizerSaved);
   const std::string file = folder + "/tokenizer.model";
-  TextTokenizer tokenizer =
-      kind != metadata.end() && saved != metadata.end()
-          ? TextTokenizer::from_saved(kind->second, unquote_setting(saved->second), folder + "/model.safetensors")
-      : std::filesystem::exists(file)
-          ? TextTokenizer(BpeTokenizer::from_model_bytes(
-                std::string(std::istreambuf_iterator<char>(std::ifstream(file, std::ios::binary).rdbuf()), {}), file))
-          : TextTokenizer(NoTokenizer{vocab});
+  TextTokenizer tokenizer(NoTokenizer{vocab});
+  if (kind != metadata.end() && saved != metadata.end()) {
+    tokenizer = TextTokenizer::from_saved(kind->second, unquote_setting(saved->second), folder + "/model.safetensors");
+  } else if (std::filesystem::exists(file)) {
+    tokenizer = TextTokenizer(BpeTokenizer::from_model_bytes(read_file(file), file));
+  }
   check(tokenizer.size() == vocab, "hf_checkpoint: the tokenizer of ", folder, " has ", tokenizer.size(),
         " tokens, but config.json's vocab_size is ", vocab);
   return tokenizer;
@@ -63,10 +72,7 @@ void import_checkpoint(const std::string& folder, const std::string& checkpoint)
   HuggingFaceModel model = read_hugging_face(folder);
   const TextTokenizer tokenizer = tokenizer_of(folder, model.metadata, model.config.vocab);
   save_gpt_checkpoint(checkpoint, model.config, tokenizer, model.model);
-  std::printf("hf_checkpoint: %s (%s, %lld layers of width %lld, vocabulary %lld, tokenizer %s) -> %s\n",
-              folder.c_str(), model.config.arch.c_str(), (long long)model.config.layers,
-              (long long)model.config.width, (long long)model.config.vocab, tokenizer.kind().c_str(),
-              checkpoint.c_str());
+  say(folder, model.config, tokenizer, checkpoint);
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ expect_error "$dir/none/gpt.safetensors: does not exist" "$hf" --checkpoint="$di
 expect_error "$dir/none is not a folder" "$hf" --import="$dir/none" --checkpoint="$dir/x"
 mkdir -p "$dir/broken" && echo '{"model_type": "gpt2"' > "$dir/broken/config.json"
 expect_error "$dir/broken/config.json is not JSON" "$hf" --import="$dir/broken" --checkpoint="$dir/x"
-expect_error "gpt.safetensors" "$gpt" "${small[@]}" --resume --checkpoint="$dir/gpt2.back"
+expect_error "holds a model alone (one imported, say), without the optimizer's state" \
+  "$gpt" "${small[@]}" --resume --checkpoint="$dir/gpt2.back"
 echo "$cases bad inputs checked, $failures failures"
 [ "$failures" -eq 0 ] && echo PASS

@@ -1,6 +1,5 @@
 #include "examples/hugging_face.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -8,7 +7,9 @@
 #include <set>
 #include <type_traits>
 
+#include "autograd/functional.h"
 #include "examples/gpt_flags.h"
+#include "examples/output_file.h"
 #include "tensor/factories.h"
 
 namespace fuselab::examples {
@@ -57,16 +58,6 @@ std::vector<Placement> layout(const GptConfig& c) {
   return places;
 }
 
-Tensor transposed(const Tensor& matrix) {
-  const int64_t rows = matrix.size(0), cols = matrix.size(1);
-  const std::vector<float> a = matrix.to_vector<float>();
-  std::vector<float> t(a.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) t[size_t(c * rows + r)] = a[size_t(r * cols + c)];
-  }
-  return from_vector<float>(t, {cols, rows});
-}
-
 // --- config.json ----------------------------------------------------------------------------
 
 json read_json(const std::string& path) {
@@ -79,7 +70,8 @@ json read_json(const std::string& path) {
   }
 }
 
-// A field of config.json: its value, or `fallback` where the field is absent or null.
+// A field of config.json: its value, or `fallback` where the field is absent or null. Sizes must
+// be integers, flags booleans: nothing is converted.
 template <class T>
 T field(const json& config, const std::string& path, const char* key, std::optional<T> fallback = std::nullopt) {
   const auto it = config.find(key);
@@ -87,12 +79,14 @@ T field(const json& config, const std::string& path, const char* key, std::optio
     check(fallback.has_value(), "read_hugging_face: ", path, " has no ", key);
     return *fallback;
   }
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    fail("read_hugging_face: ", path, ": ", key, " is ", it->dump(), ", not a ",
-         std::is_same_v<T, std::string> ? "string" : std::is_same_v<T, bool> ? "boolean" : "number");
-  }
+  const bool fits = std::is_same_v<T, std::string>  ? it->is_string()
+                    : std::is_same_v<T, bool>       ? it->is_boolean()
+                    : std::is_same_v<T, int64_t>    ? it->is_number_integer()
+                                                    : it->is_number();
+  check(fits, "read_hugging_face: ", path, ": ", key, " is ", it->dump(), ", not ",
+        std::is_same_v<T, std::string> ? "a string" : std::is_same_v<T, bool> ? "a boolean"
+        : std::is_same_v<T, int64_t> ? "an integer" : "a number");
+  return it->get<T>();
 }
 
 // What FuseLab's model computes: it refuses the rest, naming the field.
@@ -105,7 +99,7 @@ GptConfig gpt2_config(const json& j, const std::string& path) {
   c.arch = "gpt2";
   c.vocab = field<int64_t>(j, path, "vocab_size"), c.context = field<int64_t>(j, path, "n_positions");
   c.width = field<int64_t>(j, path, "n_embd"), c.layers = field<int64_t>(j, path, "n_layer");
-  c.heads = field<int64_t>(j, path, "n_head"), c.mlp_hidden = field<int64_t>(j, path, "n_inner", 4 * c.width);
+  c.heads = field<int64_t>(j, path, "n_head"), c.mlp_hidden = field<int64_t>(j, path, "n_inner", 0);  // 0: 4 n_embd
   c.norm_eps = field<double>(j, path, "layer_norm_epsilon", 1e-5);
   c.tie_embeddings = field<bool>(j, path, "tie_word_embeddings", true);
   const auto activation = field<std::string>(j, path, "activation_function", "gelu_new");
@@ -152,13 +146,13 @@ GptConfig read_config(const std::string& path) {
   const auto type = field<std::string>(j, path, "model_type");
   check(type == "gpt2" || type == "llama", "read_hugging_face: ", path, ": unknown architecture model_type '", type,
         "' (FuseLab reads gpt2 and llama)");
-  GptConfig c = type == "gpt2" ? gpt2_config(j, path) : llama_config(j, path);
-  try {
-    check(c.vocab > 0, "vocab_size ", c.vocab, " is not positive");
-    check_gpt_model_flags(c);
-  } catch (const Error& e) {
-    fail("read_hugging_face: ", path, ": ", e.what());
-  }
+  const GptConfig read = type == "gpt2" ? gpt2_config(j, path) : llama_config(j, path);
+  check(read.vocab > 0 && read.vocab <= INT32_MAX, "read_hugging_face: ", path, ": vocab_size ", read.vocab,
+        " is not in [1, 2^31)");
+  // Checked as gpt checks its flags (ranges, heads that split the width), as a checkpoint of gpt
+  // is read back, so that every model read here can be saved and read again.
+  GptConfig c = gpt_model_of_checkpoint(gpt_model_settings(read), path);
+  c.vocab = read.vocab;
   return c;
 }
 
@@ -198,7 +192,9 @@ Safetensors read_tensors(const std::string& folder) {
   for (const std::string& shard : shards) {
     Safetensors part = load_safetensors(folder + "/" + shard);
     if (all.tensors.empty()) all.metadata = part.metadata;
-    all.tensors.merge(part.tensors);
+    for (auto& [name, tensor] : part.tensors) {
+      check(all.tensors.emplace(name, tensor).second, "read_hugging_face: ", name, " is in two shards of ", folder);
+    }
   }
   return all;
 }
@@ -215,20 +211,16 @@ bool is_buffer(const std::string& name) {
 
 // The checkpoint's tensors by the layout's names: GPT2Model's, which lack the "transformer."
 // prefix, get it; buffers go.
-NamedTensors weights(NamedTensors tensors, const GptConfig& c) {
+NamedTensors weights(NamedTensors tensors, const GptConfig& c, const std::string& file) {
   NamedTensors named;
   for (auto& [name, tensor] : tensors) {
     if (is_buffer(name)) continue;
     const bool prefixed = name.rfind("transformer.", 0) == 0 || name.rfind("lm_head.", 0) == 0;
-    named[c.arch == "gpt2" && !prefixed ? "transformer." + name : name] = tensor;
+    const std::string as = c.arch == "gpt2" && !prefixed ? "transformer." + name : name;
+    check(named.emplace(as, tensor).second, "read_hugging_face: ", file, " holds ", as, " twice, with and without "
+          "the transformer. prefix");
   }
   return named;
-}
-
-std::string shape_text(const Shape& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
 }
 
 // Fills `param` from its placement's tensors, taking them out of `tensors`.
@@ -243,10 +235,10 @@ void fill(Tensor param, const Placement& place, NamedTensors& tensors, const std
     const Tensor value = it->second.to(DType::Float32);
     tensors.erase(it);
     if (!place.rows.empty()) expected[0] = place.rows[i];
-    check(value.shape() == expected, "read_hugging_face: ", file, ": ", name, " is ", shape_text(value.shape()),
-          " where config.json's sizes make it ", shape_text(expected));
+    check(value.shape() == expected, "read_hugging_face: ", file, ": ", name, " is ", value.shape(),
+          " where config.json's sizes make it ", expected);
     const int64_t rows = place.rows.empty() ? param.size(0) : place.rows[i];
-    param.slice(row, row + rows).copy_(place.transposed ? transposed(value) : value);
+    param.slice(row, row + rows).copy_(place.transposed ? transpose(value) : value);
     row += rows;
   }
 }
@@ -272,7 +264,7 @@ HuggingFaceModel read_hugging_face(const std::string& folder) {
   Safetensors file = read_tensors(folder);
   out.metadata = file.metadata;
   const std::string name = folder + "/model.safetensors";
-  NamedTensors tensors = weights(std::move(file.tensors), config);
+  NamedTensors tensors = weights(std::move(file.tensors), config, name);
   const std::vector<Tensor> params = out.model.parameters();
   const std::vector<Placement> places = layout(config);
   check(params.size() == places.size(), "read_hugging_face: the layout of ", config.arch, " has ", places.size(),
@@ -280,9 +272,9 @@ HuggingFaceModel read_hugging_face(const std::string& folder) {
   for (size_t i = 0; i < params.size(); ++i) fill(params[i], places[i], tensors, name);
   if (config.tie_embeddings) take_tied_head(tensors, params[0], name);
   if (!tensors.empty()) {
-    std::string names;
-    for (const auto& [unused, tensor] : tensors) names += (names.empty() ? "" : ", ") + unused;
-    fail("read_hugging_face: ", name, " holds tensors FuseLab's ", config.arch, " model has no place for: ", names);
+    std::string left;
+    for (const auto& entry : tensors) left += (left.empty() ? "" : ", ") + entry.first;
+    fail("read_hugging_face: ", name, " holds tensors FuseLab's ", config.arch, " model has no place for: ", left);
   }
   return out;
 }
@@ -297,9 +289,12 @@ void write_hugging_face(const std::string& folder, const GptConfig& config, cons
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor value = params[i].to(Device::cpu()).to(DType::Float32);
     const Placement& place = places[i];
-    if (place.transposed) tensors[place.names[0]] = transposed(value);
+    if (place.transposed) {
+      tensors[place.names[0]] = transpose(value);
+      continue;
+    }
     int64_t row = 0;
-    for (size_t n = 0; n < place.names.size() && !place.transposed; ++n) {
+    for (size_t n = 0; n < place.names.size(); ++n) {
       const int64_t rows = place.rows.empty() ? value.size(0) : place.rows[n];
       tensors[place.names[n]] = value.slice(row, row + rows).clone();
       row += rows;
@@ -309,14 +304,9 @@ void write_hugging_face(const std::string& folder, const GptConfig& config, cons
   Metadata file_metadata = metadata;
   file_metadata["format"] = "pt";
   save_safetensors(folder + "/model.safetensors", tensors, file_metadata);
-  const std::string path = folder + "/config.json", temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << write_config(config).dump(2) << "\n";
-    check(out.good(), "write_hugging_face: cannot write ", temporary);
-  }
-  check(std::rename(temporary.c_str(), path.c_str()) == 0, "write_hugging_face: cannot rename ", temporary, " to ",
-        path);
+  OutputFile file("export", folder + "/config.json");
+  file.write(write_config(config).dump(2), "\n");
+  file.commit();
 }
 
 }  // namespace fuselab::examples

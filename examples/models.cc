@@ -123,10 +123,12 @@ std::vector<std::shared_ptr<BasicOp>> llama_block(const GptConfig& c, int64_t la
   return block;
 }
 
-AttentionHeads gpt_attention_heads(const GptConfig& c) {
-  if (c.kv_heads > 0) return {c.heads, c.kv_heads};
-  return {c.heads, c.arch == "llama" && c.heads % 2 == 0 ? c.heads / 2 : c.heads};
+int64_t gpt_kv_heads(const GptConfig& c) {
+  if (c.kv_heads > 0) return c.kv_heads;
+  return c.arch == "llama" && c.heads % 2 == 0 ? c.heads / 2 : c.heads;
 }
+
+AttentionHeads gpt_attention_heads(const GptConfig& c) { return {c.heads, gpt_kv_heads(c)}; }
 
 int64_t gpt_mlp_hidden(const GptConfig& c) {
   if (c.mlp_hidden > 0) return c.mlp_hidden;

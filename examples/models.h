@@ -39,15 +39,15 @@ Sequential charlm_model(const CharLMConfig& config, Generator& gen);
 // Character ids [rows, context] (int64, of any dtype asked); cross entropy against random next ids.
 Batch charlm_batch(const CharLMConfig& config, int64_t rows, DType dtype, Device device, Generator& gen);
 
-// gpt (examples/gpt.cc): a character-level GPT (Radford et al., 2019) over [batch, T] token ids,
+// gpt (examples/gpt.cc): a GPT (Radford et al., 2019) over [batch, T] token ids,
 // T <= context, giving the logits of the next token at every position, [batch, T, vocab]:
 //   Embedding, PositionEmbedding,
 //   layers x [MakeExtraOutput, LayerNorm, Linear, Bias (width -> 3 width: qkv),
 //             AttentionScores(heads, causal), Softmax, Dropout, AttentionValues(heads),
 //             Linear, Bias, AddExtraInput,
-//             MakeExtraOutput, LayerNorm, Linear, Bias, GELU (width -> 4 width), Linear, Bias, AddExtraInput],
+//             MakeExtraOutput, LayerNorm, Linear, Bias, GELU (width -> hidden), Linear, Bias, AddExtraInput],
 //   LayerNorm, Linear (width -> vocab, no bias, as GPT-2's)
-// Pre-norm blocks: each residual goes through a channel from its MakeExtraOutput to its
+// where hidden is mlp_hidden, 4 width unless set. Pre-norm blocks: each residual goes through a channel from its MakeExtraOutput to its
 // AddExtraInput, and qkv from AttentionScores to AttentionValues, so the model takes no extra
 // inputs. GPT-2's initialization: every weight and both embeddings N(0, 0.02^2), the two
 // projections that end a residual branch N(0, (0.02 / sqrt(2 layers))^2), biases 0, LayerNorms 1
@@ -61,9 +61,8 @@ Batch charlm_batch(const CharLMConfig& config, int64_t rows, DType dtype, Device
 //             Linear, AddExtraInput,
 //             MakeExtraOutput, RMSNorm, Linear (width -> 2 hidden: gate | up), SwiGLU, Linear, AddExtraInput],
 //   RMSNorm, Linear (width -> vocab), CrossEntropy
-// where hidden is 8/3 width rounded up to a multiple of 64 (llama_hidden) unless mlp_hidden sets it
-// (as for GPT-2's 4 width), and the same GPT-2
-// initialization (RMSNorm gains 1). The llama model ends in its loss: it takes the next tokens
+// where hidden is mlp_hidden, 8/3 width rounded up to a multiple of 64 (llama_hidden) unless set,
+// and the same GPT-2 initialization (RMSNorm gains 1). The llama model ends in its loss: it takes the next tokens
 // [batch, T] as its one extra input and gives the mean cross entropy, so that LMHeadCrossEntropy
 // fuses its head and loss and never holds the [batch T, vocab] logits (language_model.h calls it,
 // and takes the logits for sampling from the model without its last op).
@@ -87,8 +86,9 @@ std::vector<std::shared_ptr<BasicOp>> llama_block(const GptConfig& config, int64
 // The width of a llama MLP's hidden layer for a model of width `width`.
 int64_t llama_hidden(int64_t width);
 // The attention heads of a config: kv_heads, or the preset's (heads / 2 for llama when heads is
-// even, else heads).
+// even, else heads); gpt_kv_heads gives the count without checking that it divides heads.
 AttentionHeads gpt_attention_heads(const GptConfig& config);
+int64_t gpt_kv_heads(const GptConfig& config);
 // Model FLOPs of one token's (or row's) forward and backward, as PaLM's appendix and llm.c count
 // them: 6 per weight of a matrix multiply (the Linear weights: 2 forward, 4 backward), and for a GPT
 // 12 layers width context more for the attention's two products (scores and values).

@@ -63,8 +63,10 @@ TokenizedCorpus tokenize_corpus(const TextCorpus& corpus, const std::string& kin
   if (kind == "char") return {TextTokenizer(corpus.vocab), corpus.train, corpus.validation, "characters"};
   const std::string train = corpus.vocab.decode(corpus.train.to_vector<int64_t>());
   const std::string validation = corpus.vocab.decode(corpus.validation.to_vector<int64_t>());
-  // The key: the text and BpeTokenizer's settings (change "bpe1" when BpeTokenizer::train does).
-  const uint64_t key = fnv1a(validation, fnv1a(train, fnv1a("bpe1 " + std::to_string(vocab_size))));
+  // The key: the text, where it splits, and BpeTokenizer's settings (change "bpe1" when
+  // BpeTokenizer::train does).
+  const std::string settings = "bpe1 " + std::to_string(vocab_size) + " " + std::to_string(train.size());
+  const uint64_t key = fnv1a(validation, fnv1a(train, fnv1a(settings)));
   char name[40];
   std::snprintf(name, sizeof name, "/tokens-%016llx.bin", static_cast<unsigned long long>(key));
   const std::string file = cache_folder + name;
@@ -78,9 +80,10 @@ TokenizedCorpus tokenize_corpus(const TextCorpus& corpus, const std::string& kin
   TextTokenizer tokenizer(BpeTokenizer::train(train, vocab_size));
   TokenizedCorpus tokenized{tokenizer, tokenizer.encode(train), tokenizer.encode(validation), "BPE pieces encoded now"};
   if (cache_folder.empty()) return tokenized;
+  tokenized.source += why_not.empty() ? "" : " (" + why_not + ")";
   try {
     write_token_cache(file, key, {tokenizer.saved(), tokenized.train, tokenized.validation});
-    tokenized.source += (why_not.empty() ? "" : " (" + why_not + ")") + " and cached in " + file;
+    tokenized.source += " and cached in " + file;
   } catch (const Error& e) {
     tokenized.source += ", not cached: " + std::string(e.what());
   }
@@ -95,6 +98,7 @@ std::string default_token_cache() {
 
 double nats_per_character(double nats_per_token, const Tensor& tokens, const TextTokenizer& tokenizer) {
   const std::vector<int64_t> ids = tokens.to_vector<int64_t>();
+  check(ids.size() >= 2, "nats_per_character: ", ids.size(), " tokens have nothing predicted");
   const size_t bytes = tokenizer.decode(std::vector<int64_t>(ids.begin() + 1, ids.end())).size();
   return nats_per_token * double(ids.size() - 1) / double(bytes);
 }

@@ -7,6 +7,7 @@ namespace fuselab {
 
 namespace {
 const std::string kOptimizerPrefix = "optimizer.", kRunPrefix = "run.";
+const std::string kModelAlone = "fuselab model";  // the format of save_checkpoint_parameters' files
 
 bool starts_with(const std::string& text, const std::string& prefix) { return text.rfind(prefix, 0) == 0; }
 
@@ -85,7 +86,7 @@ void load_checkpoint_parameters(const std::string& path, const NamedTensors& par
 }
 
 void save_checkpoint_parameters(const std::string& path, const NamedTensors& params, const Metadata& settings) {
-  Metadata metadata = {{"format", "fuselab checkpoint"}};
+  Metadata metadata = {{"format", kModelAlone}};
   for (const auto& [name, value] : settings) metadata[kRunPrefix + name] = value;
   save_safetensors(path, params, metadata);
 }
@@ -104,6 +105,9 @@ void save_checkpoint(const std::string& path, const NamedTensors& params, const 
 
 int64_t load_checkpoint(const std::string& path, const NamedTensors& params, Optimizer& optimizer, RunState* run) {
   Safetensors file = load_safetensors(path);
+  const auto format = file.metadata.find("format");
+  check(format == file.metadata.end() || format->second != kModelAlone, "checkpoint ", path,
+        " holds a model alone (one imported, say), without the optimizer's state: training cannot resume from it");
   if (run) check_settings(path, file.metadata, run->settings);
   check_parameters(path, file, params);
   NamedTensors optimizer_state;

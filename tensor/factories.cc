@@ -12,6 +12,7 @@ Tensor empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor from_memory(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner) {
   for (int64_t size : shape) check(size >= 0, "from_memory: negative size in shape ", shape);
+  check(owner != nullptr, "from_memory: no owner keeps the memory alive");
   check(reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) == 0, "from_memory: ", data, " is not aligned for ",
         dtype);
   auto storage = std::make_shared<Storage>(data, size_t(numel(shape)) * dtype_size(dtype), std::move(owner));

@@ -118,6 +118,10 @@ TEST(HuggingFace, ShardsReadAsOneFile) {
   for (const auto& [name, value] : model.named_parameters()) {
     EXPECT_EQ(value.to_vector<float>(), back.model.named_parameters().at(name).to_vector<float>()) << name;
   }
+  // A tensor in two shards is an error, not the later one silently.
+  shards[1]["model.norm.weight"] = whole.tensors.at("model.norm.weight");
+  save_safetensors(folder + "/model-00002-of-00002.safetensors", shards[1]);
+  expect_error([&] { read_hugging_face(folder); }, {"model.norm.weight is in two shards"});
 }
 
 // A copy of a fixture, changed by `edit_config` and `edit_tensors`, for the bad inputs.
@@ -159,7 +163,13 @@ TEST(HuggingFace, WhatFuseLabCannotComputeIsAnErrorNamingIt) {
                {"config.json", "--width=32 does not split evenly over --heads=3"});
   expect_error(read(changed_copy("llama", [](nlohmann::json& c) { c.erase("hidden_size"); })), {"has no hidden_size"});
   expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["n_layer"] = "two"; })),
-               {"n_layer is \"two\", not a number"});
+               {"n_layer is \"two\", not an integer"});
+  expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["n_layer"] = 2.5; })), {"n_layer is 2.5, not an integer"});
+  expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["n_head"] = 0; })), {"config.json", "--heads: 0 is outside"});
+  expect_error(read(changed_copy("llama", [](nlohmann::json& c) { c["num_hidden_layers"] = 100000; })),
+               {"--layers: 100000 is outside"});
+  expect_error(read(changed_copy("llama", [](nlohmann::json& c) { c["tie_word_embeddings"] = 1; })),
+               {"tie_word_embeddings is 1, not a boolean"});
   expect_error(read(changed_copy("llama_tied", same, [](NamedTensors& t) { t["lm_head.weight"] = zeros({64, 32}); })),
                {"lm_head.weight differs from the token embedding"});
   expect_error(read(kData + "none"), {"tests/data/hugging_face/none is not a folder"});

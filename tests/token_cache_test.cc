@@ -68,9 +68,16 @@ TEST(TokenCache, AStaleOrDamagedFileIsRefusedWithItsReason) {
   write_all(path, "FLTOKENX" + good.substr(8));
   EXPECT_FALSE(read_token_cache(path, 42, &why));
   EXPECT_NE(why.find("not a token cache of this version"), std::string::npos) << why;
-  write_all(path, good.substr(0, 20));
+  for (const std::string& short_file : {good.substr(0, 20), std::string()}) {
+    write_all(path, short_file);
+    EXPECT_FALSE(read_token_cache(path, 42, &why));
+    EXPECT_NE(why.find("shorter than its header"), std::string::npos) << why;
+  }
+  std::string huge = good;  // a header that claims 2^62 training ids
+  huge[8 * 4 + 7] = 0x40;
+  write_all(path, huge);
   EXPECT_FALSE(read_token_cache(path, 42, &why));
-  EXPECT_NE(why.find("shorter than its header"), std::string::npos) << why;
+  EXPECT_NE(why.find("not the size its header gives"), std::string::npos) << why;
   EXPECT_FALSE(read_token_cache(cache_file("none.bin"), 42, &why));
   EXPECT_EQ(why, "") << "a missing file is no fault";
 }
