@@ -48,7 +48,6 @@ TextCorpus make_text_corpus(const std::vector<std::string>& documents, const std
   corpus.validation = corpus.vocab.encode(join_documents(split.validation));
   corpus.train_documents = int64_t(split.train.size());
   corpus.validation_documents = int64_t(split.validation.size());
-  corpus.unigram_baseline = unigram_cross_entropy(corpus.train, corpus.validation, corpus.vocab.size());
   return corpus;
 }
 

@@ -1,7 +1,7 @@
 // A character-level language-modelling corpus: documents split into training and validation by
-// document, a vocabulary from the training text, both parts encoded to token ids, and the
-// validation set's unigram baseline, the loss a model must beat to have learnt anything beyond
-// character frequencies. Built from fortune files by load_text_corpus (data/fortune_reader.h).
+// document, a vocabulary from the training text, and both parts encoded to token ids (the unigram
+// baseline a model must beat is unigram_cross_entropy, data/char_vocabulary.h). Built from fortune
+// files by load_text_corpus (data/fortune_reader.h).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +29,6 @@ struct TextCorpus {
   CharVocabulary vocab{""};
   Tensor train, validation;  // int64 [tokens]: the joined documents of each part, encoded
   int64_t train_documents = 0, validation_documents = 0;
-  double unigram_baseline = 0;  // nats per token of validation under the training unigram
 };
 
 // The corpus of `documents`; `source` names where they came from in error messages. Throws when
