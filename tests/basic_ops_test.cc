@@ -15,6 +15,7 @@
 #include "ops/basic/dropout.h"
 #include "ops/basic/embedding.h"
 #include "ops/basic/gated_linear_unit.h"
+#include "ops/basic/grouped_linear.h"
 #include "ops/basic/identity.h"
 #include "ops/basic/l2_normalization.h"
 #include "ops/basic/layernorm.h"
@@ -23,6 +24,7 @@
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
 #include "tensor/factories.h"
+#include "tests/expect_error.h"
 #include "tests/sequential_testing.h"
 
 namespace fuselab {
@@ -45,6 +47,33 @@ TEST(BasicOps, LinearIsXTimesWeightTransposed) {
   expect_same(seq(x), reshape(matmul(reshape(x, {10, 4}), transpose(linear->weight().detach())), {2, 5, 3}), 1e-6);
   const double bound = 1 / std::sqrt(4.0);
   for (float w : linear->weight().to_vector<float>()) EXPECT_LE(std::abs(w), bound);
+}
+
+// Each row through the Linear of its group: the groups' weights as separate Linears, each on its
+// own rows, stacked.
+TEST(BasicOps, GroupedLinearIsEachGroupsLinearOnItsRows) {
+  const std::vector<int64_t> sizes = {3, 0, 1, 4};
+  auto grouped = std::make_shared<GroupedLinear>(4, 5, 2);
+  Sequential seq({grouped});
+  const Tensor x = random_tensor({8, 5}, DType::Float32, 3);
+  const Tensor y = seq(x, {from_vector<int64_t>(sizes, {4})}).output;
+  const Tensor w = grouped->weight().detach();
+  for (int64_t g = 0, start = 0; g < 4; start += sizes[size_t(g)], ++g) {
+    const int64_t end = start + sizes[size_t(g)];
+    const Tensor w_g = reshape(w.slice(g, g + 1), {2, 5});
+    expect_same(y.slice(start, end), matmul(x.slice(start, end), transpose(w_g)), 1e-6);
+  }
+}
+
+TEST(BasicOps, GroupedLinearRefusesSizesThatDoNotFitItsRows) {
+  Sequential seq({std::make_shared<GroupedLinear>(3, 4, 2)});
+  const Tensor x = random_tensor({5, 4}, DType::Float32, 4);
+  testing::expect_error([&] { seq(x, {from_vector<int64_t>({2, 2, 2}, {3})}); },
+                        {"GroupedLinear(", "sum to 6", "5 rows", "[5, 4]"});
+  testing::expect_error([&] { seq(x, {from_vector<int64_t>({6, -1, 0}, {3})}); }, {"group 1 has size -1"});
+  testing::expect_error([&] { seq(x, {from_vector<int64_t>({5, 0}, {2})}); }, {"must be int64 [3]", "[2]"});
+  testing::expect_error([&] { seq(x, {from_vector<float>({5, 0, 0}, {3})}); }, {"must be int64 [3]", "float32"});
+  testing::expect_error([] { GroupedLinear(0, 4, 2); }, {"GroupedLinear", "0 groups"});
 }
 
 TEST(BasicOps, BiasAddsOverTheLastDim) {

@@ -23,6 +23,7 @@
 #include "ops/basic/dropout.h"
 #include "ops/basic/embedding.h"
 #include "ops/basic/gated_linear_unit.h"
+#include "ops/basic/grouped_linear.h"
 #include "ops/basic/identity.h"
 #include "ops/basic/l2_normalization.h"
 #include "ops/basic/layernorm.h"
@@ -48,6 +49,18 @@ CaseFunction causal_probabilities(AttentionHeads heads) {
     Outputs outputs{out.output};
     outputs.insert(outputs.end(), out.extra_outputs.begin(), out.extra_outputs.end());
     return outputs;
+  };
+}
+
+// GroupedLinear over x [..., in] and W [G, out, in] (the case's inputs) with the groups' sizes
+// fixed by the case, as they must sum to the rows: groups without rows, every row in one group.
+CaseFunction grouped_linear(std::vector<int64_t> sizes) {
+  return [sizes](const Inputs& x) {
+    const int64_t groups = int64_t(sizes.size());
+    auto grouped = std::make_shared<GroupedLinear>(groups, x[0].size(-1), x[1].size(1));
+    grouped->weight() = x[1];
+    Sequential seq({grouped});
+    return Outputs{seq(x[0], {from_vector<int64_t>(sizes, {groups}, x[0].device())}).output};
   };
 }
 
@@ -175,6 +188,10 @@ void basic_op_cases(const Add& add) {
        {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {33, 24, 37}, {33, 24, 64}, {300, 64, 48}}) {
     add(op("Linear").input({rows, in}).input({out, in}).bfloat16().runs(basic<Linear>(in, out)));
   }
+  add(op("GroupedLinear").input({5, 4}).input({3, 3, 4}).bfloat16().runs(grouped_linear({2, 0, 3})));
+  add(op("GroupedLinear").input({2, 3, 4}).input({2, 3, 4}).bfloat16().named("all_rows_in_one").runs(grouped_linear({0, 6})));
+  add(op("GroupedLinear").input({1, 4}).input({1, 2, 4}).bfloat16().runs(grouped_linear({1})));
+  add(op("GroupedLinear").input({300, 33}).input({4, 17, 33}).bfloat16().runs(grouped_linear({100, 0, 150, 50})));
   add(op("Bias").input({4, 3}).input({3}).bfloat16().runs(basic<Bias>(3)));
   for (const Shape& s : {Shape{1, 1}, Shape{3, 257}, Shape{300, 1000}, Shape{70000, 3}}) {
     add(op("Bias").input(s).input({s[1]}).bfloat16().float32_within(float32_tolerance(s)).runs(basic<Bias>(s[1])));
@@ -291,6 +308,7 @@ void empty_cases(const Add& add) {
   add(op("matmul").input({3, 0}).input({0, 5}).bfloat16().runs(binary(matmul)));
   add(op("mse").input({0, 3}).input({0, 3}).bfloat16().runs(binary(mse)));
   add(op("Linear").input({0, 4}).input({3, 4}).bfloat16().runs(basic<Linear>(4, 3)));
+  add(op("GroupedLinear").input({0, 4}).input({2, 3, 4}).bfloat16().runs(grouped_linear({0, 0})));
   add(op("Bias").input({0, 3}).input({3}).bfloat16().runs(basic<Bias>(3)));
   add(op("RMSNorm").input({0, 5}).input({5}).bfloat16().runs(basic<RMSNorm>(5)));
   add(op("L2Normalization").input({0, 5}).bfloat16().runs(basic<L2Normalization>()));
