@@ -76,6 +76,16 @@ TEST(BasicOps, GroupedLinearRefusesSizesThatDoNotFitItsRows) {
   testing::expect_error([] { GroupedLinear(0, 4, 2); }, {"GroupedLinear", "0 groups"});
 }
 
+TEST(BasicOps, ScaledSwiGLUIsSwiGLUTimesEachRowsScale) {
+  Sequential scaled({std::make_shared<ScaledSwiGLU>()}), plain({std::make_shared<SwiGLU>()});
+  const Tensor x = random_tensor({2, 3, 8}, DType::Float64, 5), s = random_tensor({2, 3}, DType::Float64, 6);
+  expect_same(scaled(x, {s}).output, mul(plain(x), reshape(s, {2, 3, 1})));
+  testing::expect_error([&] { scaled(x, {random_tensor({6}, DType::Float64, 7)}); },
+                        {"ScaledSwiGLU(", "leading dims of input [2, 3, 8]", "[6]"});
+  testing::expect_error([&] { scaled(x, {random_tensor({2, 3}, DType::Float32, 7)}); }, {"float64", "float32"});
+  testing::expect_error([&] { scaled(x, {random_tensor({3, 2}, DType::Float64, 7)}); }, {"[3, 2]"});
+}
+
 TEST(BasicOps, BiasAddsOverTheLastDim) {
   auto bias = std::make_shared<Bias>(3, 0.5);
   Sequential seq({bias});

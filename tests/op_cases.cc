@@ -211,6 +211,12 @@ void basic_op_cases(const Add& add) {
     add(op("GEGLU").input(s).runs(basic<GEGLU>()));
     add(op("QGEGLU").input(s).runs(basic<QGEGLU>()));
     add(op("SReGLU").input(s).runs(basic<SReGLU>()));
+    add(op("ScaledSwiGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledSwiGLU>()));
+    add(op("ScaledGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledGLU>()));
+    add(op("ScaledReGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledReGLU>()));
+    add(op("ScaledGEGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledGEGLU>()));
+    add(op("ScaledQGEGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledQGEGLU>()));
+    add(op("ScaledSReGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledSReGLU>()));
     add(op("Dropout").input(s).runs(basic<Dropout>(0.3, uint64_t(11))));  // a fresh op: the same mask each call
   }
   for (const Shape& s : Shapes{{3, 5}, kRowShapes[0], kRowShapes[1], kRowShapes[2], kRowShapes[3]}) {
@@ -314,6 +320,8 @@ void empty_cases(const Add& add) {
   add(op("L2Normalization").input({0, 5}).bfloat16().runs(basic<L2Normalization>()));
   add(op("LayerNorm").input({0, 5}).input({5}).input({5}).bfloat16().runs(basic<LayerNorm>(5)));
   add(op("SwiGLU").input({0, 6}).runs(basic<SwiGLU>()));
+  add(op("ScaledSwiGLU").input({0, 6}).input({0}).runs(basic<ScaledSwiGLU>()));
+  add(op("ScaledGEGLU").input({2, 3, 6}).input({2, 3}, -1, 1).runs(basic<ScaledGEGLU>()));
   add(op("Dropout").input({0, 6}).runs(basic<Dropout>(0.3, uint64_t(11))));
   add(op("Embedding").ids({0}, 4).input({4, 3}).runs(basic<Embedding>(4, 3)));
   add(op("PositionEmbedding").input({0, 3, 4}).input({5, 4}).bfloat16().runs(basic<PositionEmbedding>(5, 4)));

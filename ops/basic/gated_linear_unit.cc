@@ -3,6 +3,7 @@
 #include <string>
 
 #include "kernels/gated_linear_unit.h"
+#include "tensor/broadcast.h"
 #include "tensor/factories.h"
 #include "tensor/launch.h"
 #include "tensor/tensor_math.h"
@@ -29,30 +30,73 @@ GatedLinearUnit::GatedLinearUnit(Activation gate) : BasicOp(gated_linear_unit_na
                                   "which is not one of the family)");
 }
 
-OpForward GatedLinearUnit::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
-  check_input(x, -1);
-  check(x.size(-1) % 2 == 0, describe(), ": the last dim of input ", x.shape(), " must be even");
+Tensor GatedLinearUnit::forward(const char* op, Activation gate, const Tensor& x) {
   const int64_t n = x.size(-1) / 2;
   Shape out_shape = x.shape();
   out_shape.back() = n;
   Tensor y = empty(out_shape, x.dtype(), x.device());
-  launch_floating(type().c_str(), x, [&](auto zero) {
+  launch_floating(op, x, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::GatedLinearUnitForward<T>{gate_, x.ptr<T>(), y.ptr<T>(), math::rows_of(x), n};
+    return kernels::GatedLinearUnitForward<T>{gate, x.ptr<T>(), y.ptr<T>(), math::rows_of(x), n};
   });
+  return y;
+}
+
+Tensor GatedLinearUnit::backward(const char* op, Activation gate, const Tensor& x, const Tensor& dy) {
+  Tensor dx = empty_like(x);
+  const int64_t rows = math::rows_of(x), n = x.size(-1) / 2;
+  launch_floating(op, x, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::GatedLinearUnitBackward<T>{gate, x.ptr<T>(), dy.ptr<T>(), dx.ptr<T>(), rows, n};
+  });
+  return dx;
+}
+
+OpForward GatedLinearUnit::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
+  check_input(x, -1);
+  check(x.size(-1) % 2 == 0, describe(), ": the last dim of input ", x.shape(), " must be even");
   if (ctx.requires_backward()) ctx.save<GatedLinearUnitSaved>().input = x;
-  return {y, {}};
+  return {forward(type().c_str(), gate_, x), {}};
 }
 
 OpBackward GatedLinearUnit::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
   const Tensor& x = ctx.saved<GatedLinearUnitSaved>(describe()).input;
-  Tensor dx = empty_like(x);
-  const int64_t rows = math::rows_of(x), n = x.size(-1) / 2;
-  launch_floating((type() + " backward").c_str(), x, [&](auto zero) {
-    using T = decltype(zero);
-    return kernels::GatedLinearUnitBackward<T>{gate_, x.ptr<T>(), dy.ptr<T>(), dx.ptr<T>(), rows, n};
-  });
-  return {dx, {}, {}};
+  return {backward((type() + " backward").c_str(), gate_, x, dy), {}, {}};
+}
+
+ScaledGatedLinearUnit::ScaledGatedLinearUnit(Activation gate)
+    : BasicOp(std::string("Scaled") + gated_linear_unit_name(gate)), gate_(gate) {
+  check(gate != Activation::None, "ScaledGatedLinearUnit: the gate needs an activation");
+}
+
+OpForward ScaledGatedLinearUnit::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>& extra) {
+  check_input(x, -1);
+  check(x.size(-1) % 2 == 0, describe(), ": the last dim of input ", x.shape(), " must be even");
+  const Tensor& scale = extra.at(0);
+  Shape leading = x.shape(), rows_shape = x.shape();
+  leading.pop_back();
+  rows_shape.back() = 1;
+  check(scale.defined() && scale.dtype() == x.dtype() && scale.device() == x.device() && scale.shape() == leading,
+        describe(), ": the scale must have the leading dims of input ", x.shape(), " and its ", x.dtype(), " on ",
+        x.device(), ", got ", scale.defined() ? scale.shape() : Shape{}, scale.defined() ? " " : "",
+        scale.defined() ? dtype_name(scale.dtype()) : "undefined");
+  const Tensor column = scale.view(rows_shape);
+  if (ctx.requires_backward()) ctx.save<ScaledGatedLinearUnitSaved>() = {x, column};
+  const Tensor unscaled = GatedLinearUnit::forward(type().c_str(), gate_, x);
+  return {math::binary(kernels::BinaryOp::Mul, unscaled, column, type().c_str()), {}};
+}
+
+OpBackward ScaledGatedLinearUnit::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
+  const ScaledGatedLinearUnitSaved& saved = ctx.saved<ScaledGatedLinearUnitSaved>(describe());
+  const char* op = type().c_str();
+  const Tensor dx = GatedLinearUnit::backward(op, gate_, saved.input,
+                                              math::binary(kernels::BinaryOp::Mul, dy, saved.scale, op));
+  const Tensor unscaled = GatedLinearUnit::forward(op, gate_, saved.input);
+  Shape scale_shape = saved.scale.shape();
+  scale_shape.pop_back();
+  const Tensor dscale =
+      math::reduce_to(math::binary(kernels::BinaryOp::Mul, dy, unscaled, op), saved.scale.shape()).view(scale_shape);
+  return {dx, {dscale}, {}};
 }
 
 }  // namespace fuselab
