@@ -10,7 +10,9 @@ decay="${2/,/ of }"  # the parameter tensors in the decayed group: "5,17" reads 
 shift 2
 source "$(dirname "$0")/require_fortunes.sh"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
-common=(--steps=30 --batch=8 --context=16 --width=32 --heads=2 --layers=1 --dropout=0.1 --seed=3 --sample=0 --val-tokens=2000 "$@")
+# With --tokenizer=bpe the first run trains the BPE model and caches the tokens; the others map them.
+common=(--steps=30 --batch=8 --context=16 --width=32 --heads=2 --layers=1 --dropout=0.1 --seed=3 --sample=0 --val-tokens=2000
+  --token-cache="$dir/tokens" "$@")
 
 for accumulate in 1 2; do
   run=("${common[@]}" --accumulate=$accumulate)

@@ -194,7 +194,8 @@ DType compute_dtype(const std::vector<std::shared_ptr<BasicOp>>& ops, const Tens
 }
 
 // Fills each context's grad requirements: an op's input needs a grad when anything before it
-// (the input, a parameter, an extra input) does; a channel input when its producer's input does.
+// (the input, a parameter, an extra input) does; a channel input when its producer's input does
+// and the producer's extra output is differentiable.
 // `slot_requirements` receives the same per extra-input slot.
 void set_grad_requirements(std::vector<OpContext>& ctxs, std::vector<std::vector<bool>>& slot_requirements,
                            const std::vector<std::shared_ptr<BasicOp>>& ops, const ChannelPlan& plan,
@@ -209,7 +210,9 @@ void set_grad_requirements(std::vector<OpContext>& ctxs, std::vector<std::vector
     for (const Tensor& p : ops[i]->parameters()) ctx.params_require_grad.push_back(record && p.requires_grad());
     for (const ExtraInputSource& source : plan.inputs[i]) {
       const bool required = source.caller_index >= 0 ? record && extra_inputs[source.caller_index].requires_grad()
-                                                     : bool(produces_grad[source.producer.op]);
+                                                     : produces_grad[source.producer.op] &&
+                                                           ops[source.producer.op]->extra_output_differentiable(
+                                                               source.producer.slot);
       slot_requirements[i].push_back(required);
       ctx.extra_inputs_require_grad |= required;
     }

@@ -33,6 +33,9 @@ class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
 
   virtual int num_extra_inputs() const { return 0; }
   virtual int num_extra_outputs() const { return 0; }
+  // Whether extra output `slot` carries grads: false for one that holds integers (a router's
+  // expert indices), so that its consumers owe it no grad, as PyTorch's mark_non_differentiable.
+  virtual bool extra_output_differentiable(int /*slot*/) const { return true; }
 
   // Leaves that require grad (unless frozen). to() converts them in place (Tensor::set_data).
   const std::vector<Tensor>& parameters() const { return params_; }

@@ -29,10 +29,12 @@
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
+#include "ops/basic/moe_permute.h"
 #include "ops/basic/position_embedding.h"
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
 #include "ops/basic/rotary_embedding.h"
+#include "ops/basic/router.h"
 #include "ops/basic/softmax.h"
 #include "tensor/factories.h"
 
@@ -61,6 +63,36 @@ CaseFunction grouped_linear(std::vector<int64_t> sizes) {
     grouped->weight() = x[1];
     Sequential seq({grouped});
     return Outputs{seq(x[0], {from_vector<int64_t>(sizes, {groups}, x[0].device())}).output};
+  };
+}
+
+// Router over x and W (the inputs); outputs: x passed on and the routing weights (the indices,
+// integers, are not compared).
+CaseFunction router(int64_t experts, int64_t top_k, RouterScore score) {
+  return [=](const Inputs& x) {
+    auto op = std::make_shared<Router>(x[0].size(-1), experts, top_k, score);
+    op->weight() = x[1];
+    Sequential seq({op});
+    const SequentialOutput out = seq(x[0], {});
+    return Outputs{out.output, out.extra_outputs.at(0)};
+  };
+}
+
+// MoEPermute over x and the expert indices; output: the rows in expert order.
+CaseFunction moe_permute(int64_t experts, int64_t top_k) {
+  return [=](const Inputs& x) {
+    Sequential seq({std::make_shared<MoEPermute>(experts, top_k)});
+    return Outputs{seq(x[0], {x[1]}).output};
+  };
+}
+
+// MoEUnpermute over the experts' outputs and the routing weights, with slots fixed by the case (a
+// permutation, as MoEPermute gives).
+CaseFunction moe_unpermute(std::vector<int64_t> slots, int64_t top_k) {
+  return [=](const Inputs& x) {
+    Sequential seq({std::make_shared<MoEUnpermute>(top_k)});
+    const Tensor slot_ids = from_vector<int64_t>(slots, x[1].shape(), x[0].device());
+    return Outputs{seq(x[0], {x[1], slot_ids}).output};
   };
 }
 
@@ -192,6 +224,14 @@ void basic_op_cases(const Add& add) {
   add(op("GroupedLinear").input({2, 3, 4}).input({2, 3, 4}).bfloat16().named("all_rows_in_one").runs(grouped_linear({0, 6})));
   add(op("GroupedLinear").input({1, 4}).input({1, 2, 4}).bfloat16().runs(grouped_linear({1})));
   add(op("GroupedLinear").input({300, 33}).input({4, 17, 33}).bfloat16().runs(grouped_linear({100, 0, 150, 50})));
+  add(op("Router").input({5, 4}).input({4, 4}).runs(router(4, 2, RouterScore::Softmax)));
+  add(op("Router").input({2, 3, 4}).input({3, 4}).named("all_experts").runs(router(3, 3, RouterScore::Softmax)));
+  add(op("Router").input({5, 4}).input({4, 4}).named("sigmoid").runs(router(4, 1, RouterScore::Sigmoid)));
+  add(op("Router").input({300, 16}).input({8, 16}).runs(router(8, 2, RouterScore::Softmax)));
+  add(op("MoEPermute").input({5, 4}).ids({5, 2}, 3).runs(moe_permute(3, 2)));
+  add(op("MoEPermute").input({300, 16}).ids({300, 2}, 8).runs(moe_permute(8, 2)));
+  add(op("MoEUnpermute").input({6, 4}).input({3, 2}).runs(moe_unpermute({4, 0, 5, 1, 2, 3}, 2)));
+  add(op("MoEUnpermute").input({3, 4}).input({3, 1}).named("top_1").runs(moe_unpermute({2, 0, 1}, 1)));
   add(op("Bias").input({4, 3}).input({3}).bfloat16().runs(basic<Bias>(3)));
   for (const Shape& s : {Shape{1, 1}, Shape{3, 257}, Shape{300, 1000}, Shape{70000, 3}}) {
     add(op("Bias").input(s).input({s[1]}).bfloat16().float32_within(float32_tolerance(s)).runs(basic<Bias>(s[1])));

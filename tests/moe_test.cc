@@ -1,0 +1,156 @@
+// A mixture-of-experts layer in one Sequential of basic ops,
+//   Router -> MoEPermute -> GroupedLinear -> SwiGLU -> GroupedLinear -> MoEUnpermute,
+// the routing passed between them on channels, against a dense reference written here that runs
+// every expert on every token and keeps each token's chosen ones by their weights; its grads
+// against finite differences; and bad routing named.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "autograd/functional.h"
+#include "autograd/gradcheck.h"
+#include "fuser/sequential.h"
+#include "ops/basic/gated_linear_unit.h"
+#include "ops/basic/grouped_linear.h"
+#include "ops/basic/moe_permute.h"
+#include "ops/basic/router.h"
+#include "tensor/factories.h"
+#include "tests/expect_error.h"
+
+namespace fuselab {
+namespace {
+
+using testing::expect_error;
+
+struct MoELayer {
+  std::shared_ptr<Router> router;
+  std::shared_ptr<GroupedLinear> up, down;
+  Sequential seq;
+};
+
+// width -> experts' SwiGLU MLPs of `hidden` -> width, top_k of `experts`, float64.
+MoELayer moe_layer(int64_t width, int64_t hidden, int64_t experts, int64_t top_k, RouterScore score, uint64_t seed) {
+  Generator gen(seed);
+  auto router = std::make_shared<Router>(width, experts, top_k, score, &gen);
+  router->set_extra_output_channel(0, "weights", /*to_caller=*/false);
+  router->set_extra_output_channel(1, "experts", false);
+  auto permute = std::make_shared<MoEPermute>(experts, top_k);
+  permute->set_extra_input_channel(0, "experts");
+  permute->set_extra_output_channel(0, "sizes", false);
+  permute->set_extra_output_channel(1, "slots", false);
+  auto up = std::make_shared<GroupedLinear>(experts, width, 2 * hidden, &gen);
+  up->set_extra_input_channel(0, "sizes");
+  auto down = std::make_shared<GroupedLinear>(experts, hidden, width, &gen);
+  down->set_extra_input_channel(0, "sizes");
+  auto unpermute = std::make_shared<MoEUnpermute>(top_k);
+  unpermute->set_extra_input_channel(0, "weights");
+  unpermute->set_extra_input_channel(1, "slots");
+  MoELayer layer{router, up, down, Sequential({router, permute, up, std::make_shared<SwiGLU>(), down, unpermute})};
+  layer.seq.to(DType::Float64);
+  return layer;
+}
+
+double silu(double v) { return v / (1 + std::exp(-v)); }
+
+// Every expert on every token; each token keeps its top_k experts' outputs by their weights.
+std::vector<double> dense_reference(const MoELayer& layer, const Tensor& x, int64_t top_k, RouterScore score) {
+  const int64_t tokens = x.size(0), width = x.size(1);
+  const int64_t experts = layer.up->groups(), hidden = layer.down->weight().size(2);
+  const auto xs = x.to_vector<double>(), wr = layer.router->weight().to_vector<double>();
+  const auto w1 = layer.up->weight().to_vector<double>(), w2 = layer.down->weight().to_vector<double>();
+  std::vector<double> out(size_t(tokens * width), 0.0);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<double> logits(size_t(experts), 0.0), expert_out(size_t(experts * width), 0.0);
+    for (int64_t e = 0; e < experts; ++e) {
+      for (int64_t c = 0; c < width; ++c) logits[size_t(e)] += xs[size_t(t * width + c)] * wr[size_t(e * width + c)];
+      std::vector<double> pre(size_t(2 * hidden), 0.0);
+      for (int64_t h = 0; h < 2 * hidden; ++h) {
+        for (int64_t c = 0; c < width; ++c) {
+          pre[size_t(h)] += xs[size_t(t * width + c)] * w1[size_t((e * 2 * hidden + h) * width + c)];
+        }
+      }
+      for (int64_t c = 0; c < width; ++c) {
+        for (int64_t h = 0; h < hidden; ++h) {
+          expert_out[size_t(e * width + c)] +=
+              silu(pre[size_t(h)]) * pre[size_t(hidden + h)] * w2[size_t((e * width + c) * hidden + h)];
+        }
+      }
+    }
+    std::vector<int64_t> order(static_cast<size_t>(experts), 0);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
+    double total = 0;
+    for (int64_t j = 0; j < top_k; ++j) total += std::exp(logits[size_t(order[size_t(j)])]);
+    for (int64_t j = 0; j < top_k; ++j) {
+      const double l = logits[size_t(order[size_t(j)])];
+      const double weight = score == RouterScore::Softmax ? std::exp(l) / total : 1 / (1 + std::exp(-l));
+      for (int64_t c = 0; c < width; ++c) {
+        out[size_t(t * width + c)] += weight * expert_out[size_t(order[size_t(j)] * width + c)];
+      }
+    }
+  }
+  return out;
+}
+
+struct Routing {
+  int64_t experts, top_k;
+  RouterScore score;
+};
+
+class MoE : public ::testing::TestWithParam<Routing> {};
+
+TEST_P(MoE, MatchesTheDenseReference) {
+  const Routing r = GetParam();
+  MoELayer layer = moe_layer(6, 5, r.experts, r.top_k, r.score, 11);
+  const Tensor x = normal({9, 6}, 0, 1, DType::Float64, nullptr);
+  const std::vector<double> ours = layer.seq(x).to_vector<double>(), theirs = dense_reference(layer, x, r.top_k, r.score);
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (size_t i = 0; i < ours.size(); ++i) EXPECT_NEAR(ours[i], theirs[i], 1e-12) << i;
+}
+
+TEST_P(MoE, GradsMatchFiniteDifferences) {
+  const Routing r = GetParam();
+  MoELayer layer = moe_layer(4, 3, r.experts, r.top_k, r.score, 12);
+  Generator gen(13);
+  const Tensor x = normal({7, 4}, 0, 1, DType::Float64, &gen);
+  const std::vector<Tensor> params = layer.seq.parameters();
+  std::vector<Tensor> inputs{x};
+  inputs.insert(inputs.end(), params.begin(), params.end());
+  // The inputs after x are the parameters, in the order of parameters(): each op's own, in turn.
+  const GradCheckResult result = check_gradients(
+      [&](const std::vector<Tensor>& in) {
+        size_t next = 1;
+        for (const auto& op : layer.seq.ops()) {
+          for (size_t p = 0; p < op->parameters().size(); ++p) op->parameter(p) = in[next++];
+        }
+        return layer.seq(in[0]);
+      },
+      inputs);
+  EXPECT_LT(result.max_error, 1e-6) << result.worst;
+}
+
+INSTANTIATE_TEST_SUITE_P(Routings, MoE,
+                         ::testing::Values(Routing{4, 2, RouterScore::Softmax}, Routing{4, 1, RouterScore::Softmax},
+                                           Routing{3, 3, RouterScore::Softmax}, Routing{4, 2, RouterScore::Sigmoid},
+                                           Routing{8, 2, RouterScore::Softmax}));
+
+TEST(MoEOps, BadRoutingIsAnErrorNamingTheOp) {
+  expect_error([] { Router(4, 3, 4); }, {"Router", "top_k 4", "[1, 3]"});
+  expect_error([] { MoEPermute(3, 0); }, {"MoEPermute", "top_k 0"});
+  Sequential permute({std::make_shared<MoEPermute>(3, 2)});
+  const Tensor x = normal({2, 4}, 0, 1, DType::Float32, nullptr);
+  expect_error([&] { permute(x, {from_vector<int64_t>({0, 1, 2, 3}, {2, 2})}); },
+               {"MoEPermute(", "expert index 3 at 3", "[0, 3)"});
+  expect_error([&] { permute(x, {from_vector<int64_t>({0, 1}, {2, 1})}); }, {"MoEPermute(", "int64 [2, 2]"});
+  Sequential unpermute({std::make_shared<MoEUnpermute>(2)});
+  const Tensor y = normal({4, 3}, 0, 1, DType::Float32, nullptr), w = normal({2, 2}, 0, 1, DType::Float32, nullptr);
+  expect_error([&] { unpermute(y, {w, from_vector<int64_t>({0, 1, 1, 2}, {2, 2})}); }, {"slot 1 is given twice"});
+  expect_error([&] { unpermute(y, {w, from_vector<int64_t>({0, 1, 4, 2}, {2, 2})}); }, {"slot 4 at 2", "[0, 4)"});
+  expect_error([&] { unpermute(y, {normal({3, 2}, 0, 1, DType::Float32, nullptr), Tensor()}); },
+               {"MoEUnpermute(", "routing weights [..., 2]", "[3, 2]"});
+}
+
+}  // namespace
+}  // namespace fuselab
