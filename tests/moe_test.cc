@@ -136,6 +136,20 @@ INSTANTIATE_TEST_SUITE_P(Routings, MoE,
                                            Routing{3, 3, RouterScore::Softmax}, Routing{4, 2, RouterScore::Sigmoid},
                                            Routing{8, 2, RouterScore::Softmax}));
 
+// A Router whose weights nothing uses passes x and its grad on, and its weight's grad is zero.
+TEST(MoEOps, ARouterWhoseWeightsGoUnusedPassesGradsThrough) {
+  Generator gen(5);
+  auto router = std::make_shared<Router>(4, 3, 2, RouterScore::Softmax, &gen);
+  router->set_extra_output_channel(0, "unused_weights", /*to_caller=*/false);
+  router->set_extra_output_channel(1, "unused_experts", false);
+  Sequential seq({router});
+  Tensor x = normal({5, 4}, 0, 1, DType::Float32, &gen);
+  x.set_requires_grad(true);
+  backward(sum(seq(x)));
+  for (const float g : x.grad().to_vector<float>()) EXPECT_EQ(g, 1.0f);
+  for (const float g : router->weight().grad().to_vector<float>()) EXPECT_EQ(g, 0.0f);
+}
+
 TEST(MoEOps, BadRoutingIsAnErrorNamingTheOp) {
   expect_error([] { Router(4, 3, 4); }, {"Router", "top_k 4", "[1, 3]"});
   expect_error([] { MoEPermute(3, 0); }, {"MoEPermute", "top_k 0"});

@@ -54,7 +54,7 @@ OpForward Router::op_forward(OpContext& ctx, const Tensor& x, const std::vector<
 OpBackward Router::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>& grad_extra) {
   const RouterSaved& saved = ctx.saved<RouterSaved>(describe());
   const Tensor& dweights = grad_extra.at(0);  // undefined when nothing used the weights
-  if (!dweights.defined()) return {dy, {}, {Tensor()}};
+  if (!dweights.defined()) return {dy, {}, {ctx.params_require_grad.at(0) ? zeros_like(saved.weight) : Tensor()}};
   const int64_t n = saved.input.size(0), k = top_k_;
   const std::vector<double> g = dweights.to(Device::cpu()).to(DType::Float64).to_vector<double>();
   const std::vector<double> w = saved.weights.to_vector<double>();
