@@ -150,6 +150,32 @@ TEST(MoEOps, ARouterWhoseWeightsGoUnusedPassesGradsThrough) {
   for (const float g : router->weight().grad().to_vector<float>()) EXPECT_EQ(g, 0.0f);
 }
 
+// The load-balancing loss (E sum_e f_e P_e) and the z-loss (mean lse^2), from the logits by hand.
+TEST(MoEOps, RouterLossesAreSwitchsAndTheZLoss) {
+  const int64_t rows = 6, width = 3, experts = 4, k = 2;
+  Generator gen(8);
+  auto router = std::make_shared<Router>(width, experts, k, RouterScore::Softmax, &gen, /*losses=*/true);
+  Sequential seq({router});
+  seq.to(DType::Float64);
+  const Tensor x = normal({rows, width}, 0, 1, DType::Float64, &gen);
+  const SequentialOutput out = seq(x, {});
+  const std::vector<double> logits = matmul(x, transpose(router->weight().detach())).to_vector<double>();
+  const std::vector<int64_t> chosen = out.extra_outputs.at(1).to_vector<int64_t>();
+  std::vector<double> share(experts, 0.0), mean_prob(experts, 0.0);
+  double z = 0;
+  for (const int64_t e : chosen) share[size_t(e)] += 1.0 / (rows * k);
+  for (int64_t r = 0; r < rows; ++r) {
+    double total = 0;
+    for (int64_t e = 0; e < experts; ++e) total += std::exp(logits[size_t(r * experts + e)]);
+    for (int64_t e = 0; e < experts; ++e) mean_prob[size_t(e)] += std::exp(logits[size_t(r * experts + e)]) / total / rows;
+    z += std::log(total) * std::log(total) / rows;
+  }
+  double balance = 0;
+  for (int64_t e = 0; e < experts; ++e) balance += experts * share[size_t(e)] * mean_prob[size_t(e)];
+  EXPECT_NEAR(out.extra_outputs.at(2).item(), balance, 1e-12);
+  EXPECT_NEAR(out.extra_outputs.at(3).item(), z, 1e-12);
+}
+
 TEST(MoEOps, BadRoutingIsAnErrorNamingTheOp) {
   expect_error([] { Router(4, 3, 4); }, {"Router", "top_k 4", "[1, 3]"});
   expect_error([] { MoEPermute(3, 0); }, {"MoEPermute", "top_k 0"});

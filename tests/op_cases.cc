@@ -66,15 +66,17 @@ CaseFunction grouped_linear(std::vector<int64_t> sizes) {
   };
 }
 
-// Router over x and W (the inputs); outputs: x passed on and the routing weights (the indices,
-// integers, are not compared).
-CaseFunction router(int64_t experts, int64_t top_k, RouterScore score) {
+// Router over x and W (the inputs); outputs: x passed on, the routing weights and, with losses,
+// the two auxiliary losses (the indices, integers, are not compared).
+CaseFunction router(int64_t experts, int64_t top_k, RouterScore score, bool losses = false) {
   return [=](const Inputs& x) {
-    auto op = std::make_shared<Router>(x[0].size(-1), experts, top_k, score);
+    auto op = std::make_shared<Router>(x[0].size(-1), experts, top_k, score, nullptr, losses);
     op->weight() = x[1];
     Sequential seq({op});
     const SequentialOutput out = seq(x[0], {});
-    return Outputs{out.output, out.extra_outputs.at(0)};
+    Outputs outputs{out.output, out.extra_outputs.at(0)};
+    if (losses) outputs.insert(outputs.end(), {out.extra_outputs.at(2), out.extra_outputs.at(3)});
+    return outputs;
   };
 }
 
@@ -228,6 +230,8 @@ void basic_op_cases(const Add& add) {
   add(op("Router").input({2, 3, 4}).input({3, 4}).named("all_experts").runs(router(3, 3, RouterScore::Softmax)));
   add(op("Router").input({5, 4}).input({4, 4}).named("sigmoid").runs(router(4, 1, RouterScore::Sigmoid)));
   add(op("Router").input({300, 16}).input({8, 16}).runs(router(8, 2, RouterScore::Softmax)));
+  add(op("Router").input({6, 4}).input({4, 4}).named("losses").runs(router(4, 2, RouterScore::Softmax, true)));
+  add(op("Router").input({6, 4}).input({3, 4}).named("sigmoid_losses").runs(router(3, 1, RouterScore::Sigmoid, true)));
   add(op("MoEPermute").input({5, 4}).ids({5, 2}, 3).runs(moe_permute(3, 2)));
   add(op("MoEPermute").input({300, 16}).ids({300, 2}, 8).runs(moe_permute(8, 2)));
   add(op("MoEUnpermute").input({6, 4}).input({3, 2}).runs(moe_unpermute({4, 0, 5, 1, 2, 3}, 2)));

@@ -8,7 +8,12 @@
 // Ties go to the lower expert index. Backward (the indices get no grad): with g = dweights,
 //   softmax: dlogits[i_j] = w_j (g_j - sum_j' w_j' g_j'),   sigmoid: dlogits[i_j] = g_j w_j (1 - w_j),
 // 0 for the experts not chosen; dx = dy + dlogits W, dW = dlogits^T x.
-// The logits' GEMMs run on x's device; the top-k and its backward run on the CPU (the logits, the
+// With losses on, two more extra outputs, scalars of x's dtype, for the caller to add to its loss:
+//   load balancing (Switch, Mixtral):  E sum_e f_e P_e,  f_e the fraction of the rows k copies that
+//                                      go to expert e (no grad), P_e the mean over rows of
+//                                      softmax(logits)_e;  dlogits_r += g (E / rows) p_r (f - <p_r, f>)
+//   z-loss (ST-MoE):                   mean over rows of lse(logits_r)^2;  dlogits_r += g (2 / rows) lse_r p_r
+// (both 0 over no rows). The logits' GEMMs run on x's device; the top-k and its backward run on the CPU (the logits, the
 // weights and their grads go there and back: [rows, E] and [rows, k] numbers).
 #pragma once
 
@@ -24,8 +29,12 @@ struct RouterSaved {
   Tensor weight;   // [E, width]
   Tensor weights;  // [rows, k], on the CPU, float64
   Tensor indices;  // [rows, k], on the CPU
+  Tensor probs;    // with losses: softmax(logits) [rows, E], on the CPU, float64
+  Tensor lse;      // with losses: log-sum-exp of each row's logits [rows]
+  Tensor shares;   // with losses: f [E]
   NamedTensors tensors() const {
-    return {{"input", input}, {"weight", weight}, {"weights", weights}, {"indices", indices}};
+    return {{"input", input}, {"weight", weight}, {"weights", weights}, {"indices", indices},
+            {"probs", probs},  {"lse", lse},       {"shares", shares}};
   }
 };
 
@@ -34,9 +43,10 @@ class Router : public BasicOp {
   bool has_cuda_kernels() const override { return true; }  // tensor_math and the CPU
   // W ~ U(-1/sqrt(width), 1/sqrt(width)), as Linear's.
   Router(int64_t width, int64_t experts, int64_t top_k, RouterScore score = RouterScore::Softmax,
-         Generator* gen = nullptr);
-  int num_extra_outputs() const override { return 2; }  // the weights, the indices
-  bool extra_output_differentiable(int slot) const override { return slot == 0; }
+         Generator* gen = nullptr, bool losses = false);
+  // The weights, the indices, and with losses the load-balancing loss and the z-loss.
+  int num_extra_outputs() const override { return losses_ ? 4 : 2; }
+  bool extra_output_differentiable(int slot) const override { return slot != 1; }
   int64_t experts() const { return experts_; }
   int64_t top_k() const { return top_k_; }
   Tensor& weight() { return parameter(0); }
@@ -45,8 +55,11 @@ class Router : public BasicOp {
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>& grad_extra) override;
 
  private:
+  void add_loss_grads(const RouterSaved& saved, const Tensor& dbalance, const Tensor& dz,
+                      std::vector<double>& dlogits) const;
   int64_t width_, experts_, top_k_;
   RouterScore score_;
+  bool losses_;
 };
 
 }  // namespace fuselab
