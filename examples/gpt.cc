@@ -22,10 +22,10 @@
 #include "data/text_corpus.h"
 #include "data/window_sampler.h"
 #include "examples/generation.h"
+#include "examples/gpt_checkpoint.h"
 #include "examples/gpt_flags.h"
 #include "examples/language_model.h"
 #include "examples/models.h"
-#include "examples/output_file.h"
 #include "examples/text_tokens.h"
 #include "examples/training_run.h"
 #include "optim/adamw.h"
@@ -75,14 +75,6 @@ void report(TrainingRun& run, Sequential& model, const TokenizedCorpus& corpus, 
                   {"parameters", double(parameter_count(model))}});
 }
 
-// The BPE model beside the checkpoint, as SentencePiece's own file, for tools that read one: the
-// checkpoint holds it too (its "vocabulary"), and generate reads it from there.
-void save_tokenizer_model(const TextTokenizer& tokenizer, const std::string& folder) {
-  OutputFile file("checkpoint", folder + "/tokenizer.model");
-  file.write(tokenizer.saved());
-  file.commit();
-}
-
 int train(Config c) {
   const Device device = run_device("gpt", c.run);
   check(c.batch % c.accumulate == 0, "gpt: --batch=", c.batch, " does not split evenly into --accumulate=",
@@ -117,8 +109,7 @@ int train(Config c) {
   TrainingRun run("gpt", c.run, model, optimizer,
                   {c.batch * c.model.context, warmup, 0.1, 1.0, 10, sized_by, gpt_flops_per_token(model, c.model)});
   for (const auto& [flag, value] : gpt_model_settings(c.model)) run.record(flag, value);
-  run.record("--tokenizer", c.tokenizer), run.record("--vocab-size", c.tokenizer == "bpe" ? c.vocab_size : 0);
-  run.record_text("vocabulary", corpus.tokenizer.saved());
+  for (const auto& [name, value] : tokenizer_settings(corpus.tokenizer)) run.record(name, value);
   run.keep("data_order", batches);
   const int64_t rows = c.batch / c.accumulate;
   const bool finished = run.train([&](int64_t) {
@@ -132,7 +123,8 @@ int train(Config c) {
     }
     return loss_sum;
   });
-  if (!c.run.checkpoint.empty() && c.tokenizer == "bpe") save_tokenizer_model(corpus.tokenizer, c.run.checkpoint);
+  // The BPE model beside the checkpoint too (generate reads it from the checkpoint).
+  if (!c.run.checkpoint.empty()) save_tokenizer_model(corpus.tokenizer, c.run.checkpoint, "checkpoint");
   if (finished) report(run, model, corpus, c, device);
   return 0;
 }

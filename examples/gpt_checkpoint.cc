@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "examples/gpt_flags.h"
+#include "examples/output_file.h"
 #include "examples/training_run.h"
 #include "optim/checkpoint.h"
 
@@ -23,12 +24,23 @@ GptCheckpoint load_gpt_checkpoint(const std::string& folder) {
   return {config, std::move(tokenizer), std::move(model)};
 }
 
+Metadata tokenizer_settings(const TextTokenizer& tokenizer) {
+  return {{"--tokenizer", tokenizer.kind()},
+          {"--vocab-size", std::to_string(tokenizer.kind() == "bpe" ? tokenizer.size() : 0)},
+          {"vocabulary", quote_setting(tokenizer.saved())}};
+}
+
+void save_tokenizer_model(const TextTokenizer& tokenizer, const std::string& folder, const std::string& flag) {
+  if (tokenizer.kind() != "bpe") return;
+  OutputFile file(flag, folder + "/tokenizer.model");
+  file.write(tokenizer.saved());
+  file.commit();
+}
+
 void save_gpt_checkpoint(const std::string& folder, const GptConfig& config, const TextTokenizer& tokenizer,
                          const Sequential& model) {
   Metadata settings = gpt_model_settings(config);
-  settings["--tokenizer"] = tokenizer.kind();
-  settings["--vocab-size"] = std::to_string(tokenizer.kind() == "bpe" ? tokenizer.size() : 0);
-  settings["vocabulary"] = quote_setting(tokenizer.saved());
+  settings.merge(tokenizer_settings(tokenizer));
   std::filesystem::create_directories(folder);
   save_checkpoint_parameters(folder + "/gpt.safetensors", model.named_parameters(), settings);
 }

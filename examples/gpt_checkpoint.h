@@ -16,6 +16,13 @@ struct GptCheckpoint {
   Sequential model;  // on the CPU
 };
 
+// What a checkpoint records of its tokenizer, beside the model's settings (gpt_model_settings):
+// --tokenizer, --vocab-size (0 but for BPE) and the "vocabulary" it is rebuilt from, quoted.
+Metadata tokenizer_settings(const TextTokenizer& tokenizer);
+// A BPE model as SentencePiece's own file, `folder`/tokenizer.model, for tools that read one
+// (written through OutputFile, naming `flag` in its errors); nothing for other tokenizers.
+void save_tokenizer_model(const TextTokenizer& tokenizer, const std::string& folder, const std::string& flag);
+
 // From `folder`/gpt.safetensors, as gpt --checkpoint=folder saved it.
 GptCheckpoint load_gpt_checkpoint(const std::string& folder);
 // Into `folder`/gpt.safetensors (creating the folder): the model alone, which load_gpt_checkpoint

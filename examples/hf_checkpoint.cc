@@ -19,7 +19,6 @@
 #include "examples/flags.h"
 #include "examples/gpt_checkpoint.h"
 #include "examples/hugging_face.h"
-#include "examples/output_file.h"
 #include "examples/training_run.h"
 
 using namespace fuselab;
@@ -39,11 +38,7 @@ void export_checkpoint(const std::string& checkpoint, const std::string& folder)
   const GptCheckpoint model = load_gpt_checkpoint(checkpoint);
   write_hugging_face(folder, model.config, model.model,
                      {{kTokenizerKind, model.tokenizer.kind()}, {kTokenizerSaved, quote_setting(model.tokenizer.saved())}});
-  if (model.tokenizer.kind() == "bpe") {
-    OutputFile file("export", folder + "/tokenizer.model");
-    file.write(model.tokenizer.saved());
-    file.commit();
-  }
+  save_tokenizer_model(model.tokenizer, folder, "export");
   say(checkpoint, model.config, model.tokenizer, folder);
 }
 

@@ -156,13 +156,24 @@ Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose
   return out;
 }
 
+// Checks that `out` can take op(a) op(b) for `op`.
+void check_product_out(const char* op, const Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b,
+                       bool transpose_b) {
+  const Shape shape = product_shape(op, a, transpose_a, b, transpose_b);
+  check(out.defined(), op, ": out is undefined; it must be ", shape, " ", a.dtype(), " on ", a.device());
+  check(out.shape() == shape && out.dtype() == a.dtype() && out.device() == a.device(), op, ": out must be ", shape,
+        " ", a.dtype(), " on ", a.device(), ", got ", out.shape(), " ", out.dtype(), " on ", out.device());
+}
+
 void matmul_add_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                      double alpha) {
-  const Shape shape = product_shape("matmul_add_into", a, transpose_a, b, transpose_b);
-  check(out.defined(), "matmul_add_into: out is undefined; it must be ", shape, " ", a.dtype(), " on ", a.device());
-  check(out.shape() == shape && out.dtype() == a.dtype() && out.device() == a.device(), "matmul_add_into: out must be ",
-        shape, " ", a.dtype(), " on ", a.device(), ", got ", out.shape(), " ", out.dtype(), " on ", out.device());
+  check_product_out("matmul_add_into", out, a, transpose_a, b, transpose_b);
   run_matmul(a, transpose_a, b, transpose_b, out, out, alpha);
+}
+
+void matmul_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, double alpha) {
+  check_product_out("matmul_into", out, a, transpose_a, b, transpose_b);
+  run_matmul(a, transpose_a, b, transpose_b, Tensor(), out, alpha);
 }
 
 Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {

@@ -38,9 +38,11 @@ Tensor activation_backward(Activation act, const Tensor& x, const Tensor& dy);
 Tensor matmul(const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, const Tensor& addend = Tensor(),
               double alpha = 1);
 // out += alpha op(a) op(b) in place, out of the product's shape, dtype and device: the GEMM reads
-// out as its C (beta = 1), so the sum costs no pass of its own.
+// out as its C (beta = 1), so the sum costs no pass of its own. matmul_into writes out = alpha
+// op(a) op(b) (beta = 0; out may be a view, as a block of rows of a larger tensor).
 void matmul_add_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b,
                      double alpha = 1);
+void matmul_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b, bool transpose_b, double alpha = 1);
 // out[i] = table[ids[i]] for a [V, D] table and int64 ids on its device (throws naming `op` when
 // an id is out of range), and its adjoint, the scatter-add dtable[ids[i]] += dout[i].
 Tensor embedding(const char* op, const Tensor& table, const Tensor& ids);

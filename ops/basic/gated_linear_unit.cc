@@ -76,10 +76,10 @@ OpForward ScaledGatedLinearUnit::op_forward(OpContext& ctx, const Tensor& x, con
   Shape leading = x.shape(), rows_shape = x.shape();
   leading.pop_back();
   rows_shape.back() = 1;
-  check(scale.defined() && scale.dtype() == x.dtype() && scale.device() == x.device() && scale.shape() == leading,
-        describe(), ": the scale must have the leading dims of input ", x.shape(), " and its ", x.dtype(), " on ",
-        x.device(), ", got ", scale.defined() ? scale.shape() : Shape{}, scale.defined() ? " " : "",
-        scale.defined() ? dtype_name(scale.dtype()) : "undefined");
+  check(scale.defined(), describe(), ": the scale, its extra input, is missing");
+  check(scale.dtype() == x.dtype() && scale.device() == x.device() && scale.shape() == leading, describe(),
+        ": the scale must have the leading dims of input ", x.shape(), " and its ", x.dtype(), " on ", x.device(),
+        ", got ", scale.shape(), " ", scale.dtype(), " on ", scale.device());
   const Tensor column = scale.view(rows_shape);
   if (ctx.requires_backward()) ctx.save<ScaledGatedLinearUnitSaved>() = {x, column};
   const Tensor unscaled = GatedLinearUnit::forward(type().c_str(), gate_, x);

@@ -42,11 +42,11 @@ OpForward GroupedLinear::op_forward(OpContext& ctx, const Tensor& x, const std::
   check_input(x, in_);
   const Tensor rows = x.view({-1, in_});
   const std::vector<int64_t> sizes = checked_sizes(extra.at(0), rows.size(0));
-  Tensor y = zeros({rows.size(0), out_}, x.dtype(), x.device());
+  Tensor y = empty({rows.size(0), out_}, x.dtype(), x.device());  // the groups cover every row
   for (int64_t g = 0, start = 0; g < groups_; start += sizes[size_t(g)], ++g) {
     if (sizes[size_t(g)] == 0) continue;
     Tensor y_g = y.slice(start, start + sizes[size_t(g)]);
-    math::matmul_add_into(y_g, rows.slice(start, start + sizes[size_t(g)]), false, group_weight(weight(), g), true);
+    math::matmul_into(y_g, rows.slice(start, start + sizes[size_t(g)]), false, group_weight(weight(), g), true);
   }
   if (ctx.requires_backward()) ctx.save<GroupedLinearSaved>() = {rows, weight(), from_vector<int64_t>(sizes, {groups_})};
   Shape out_shape = x.shape();
@@ -58,20 +58,22 @@ OpBackward GroupedLinear::op_backward(OpContext& ctx, const Tensor& dy, const st
   const GroupedLinearSaved& saved = ctx.saved<GroupedLinearSaved>(describe());
   const Tensor dy_rows = dy.view({-1, out_});
   const std::vector<int64_t> sizes = saved.sizes.to_vector<int64_t>();
-  Tensor dx = ctx.input_requires_grad ? zeros(saved.input.shape(), dy.dtype(), dy.device()) : Tensor();
-  Tensor dw = ctx.params_require_grad.at(0) ? zeros(saved.weight.shape(), dy.dtype(), dy.device()) : Tensor();
+  // Every row of dx belongs to a group; a group without rows gets dW_g = 0.
+  Tensor dx = ctx.input_requires_grad ? empty(saved.input.shape(), dy.dtype(), dy.device()) : Tensor();
+  Tensor dw = ctx.params_require_grad.at(0) ? empty(saved.weight.shape(), dy.dtype(), dy.device()) : Tensor();
   for (int64_t g = 0, start = 0; g < groups_; start += sizes[size_t(g)], ++g) {
     const int64_t end = start + sizes[size_t(g)];
-    if (end == start) continue;
+    Tensor dw_g = dw.defined() ? group_weight(dw, g) : Tensor();
+    if (end == start) {
+      if (dw_g.defined()) dw_g.fill_(0);
+      continue;
+    }
     const Tensor dy_g = dy_rows.slice(start, end);
     if (dx.defined()) {
       Tensor dx_g = dx.slice(start, end);
-      math::matmul_add_into(dx_g, dy_g, false, group_weight(saved.weight, g), false);
+      math::matmul_into(dx_g, dy_g, false, group_weight(saved.weight, g), false);
     }
-    if (dw.defined()) {
-      Tensor dw_g = group_weight(dw, g);
-      math::matmul_add_into(dw_g, dy_g, true, saved.input.slice(start, end), false);
-    }
+    if (dw_g.defined()) math::matmul_into(dw_g, dy_g, true, saved.input.slice(start, end), false);
   }
   Shape input_shape = dy.shape();
   input_shape.back() = in_;

@@ -7,11 +7,11 @@ namespace fuselab {
 namespace {
 
 // ids as host integers, checked: int64 of `shape` on `device`, each in [0, limit).
-std::vector<int64_t> checked_ids(const std::string& op, const char* what, const Tensor& ids, const Shape& shape,
-                                 Device device, int64_t limit) {
-  check(ids.defined() && ids.dtype() == DType::Int64 && ids.shape() == shape && ids.device() == device, op, ": ",
-        what, " must be int64 ", shape, " on ", device.str(), ", got ",
-        ids.defined() ? ids.shape() : Shape{}, ids.defined() ? std::string(" ") + dtype_name(ids.dtype()) : "");
+std::vector<int64_t> checked_ids(const std::string& op, const char* what, const char* whats, const Tensor& ids,
+                                 const Shape& shape, Device device, int64_t limit) {
+  check(ids.defined(), op, ": the ", whats, ", an extra input, are missing");
+  check(ids.dtype() == DType::Int64 && ids.shape() == shape && ids.device() == device, op, ": the ", whats,
+        " must be int64 ", shape, " on ", device, ", got ", ids.shape(), " ", ids.dtype(), " on ", ids.device());
   std::vector<int64_t> values = ids.to(Device::cpu()).to_vector<int64_t>();
   for (size_t i = 0; i < values.size(); ++i) {
     check(values[i] >= 0 && values[i] < limit, op, ": ", what, " ", values[i], " at ", i, " is outside [0, ", limit,
@@ -36,8 +36,8 @@ MoEPermute::MoEPermute(int64_t experts, int64_t top_k) : BasicOp("MoEPermute"), 
 OpForward MoEPermute::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>& extra) {
   check_input(x, -1);
   const int64_t width = x.size(-1), rows = x.numel() / std::max<int64_t>(width, 1), copies = rows * top_k_;
-  const std::vector<int64_t> experts =
-      checked_ids(describe(), "expert index", extra.at(0), with_last(x.shape(), top_k_), x.device(), experts_);
+  const std::vector<int64_t> experts = checked_ids(describe(), "expert index", "expert indices", extra.at(0),
+                                                   with_last(x.shape(), top_k_), x.device(), experts_);
   std::vector<int64_t> counts(static_cast<size_t>(experts_), 0), starts(static_cast<size_t>(experts_), 0);
   for (const int64_t e : experts) ++counts[size_t(e)];
   for (int64_t e = 1; e < experts_; ++e) starts[size_t(e)] = starts[size_t(e - 1)] + counts[size_t(e - 1)];
@@ -68,14 +68,15 @@ MoEUnpermute::MoEUnpermute(int64_t top_k) : BasicOp("MoEUnpermute"), top_k_(top_
 OpForward MoEUnpermute::op_forward(OpContext& ctx, const Tensor& y, const std::vector<Tensor>& extra) {
   check_input(y, -1);
   const Tensor& weights = extra.at(0);
-  check(weights.defined() && weights.dtype() == y.dtype() && weights.device() == y.device() && weights.dim() >= 1 &&
-            weights.size(-1) == top_k_ && weights.numel() == y.size(0) && y.dim() == 2,
+  check(weights.defined(), describe(), ": the routing weights, its first extra input, are missing");
+  check(y.dim() == 2 && weights.dtype() == y.dtype() && weights.device() == y.device() && weights.dim() >= 1 &&
+            weights.size(-1) == top_k_ && weights.numel() == y.size(0),
         describe(), ": the expert outputs [rows k, width] ", y.shape(), " need routing weights [..., ", top_k_,
-        "] of ", y.size(0) / top_k_, " rows, ", y.dtype(), " on ", y.device().str(), ", got ",
-        weights.defined() ? weights.shape() : Shape{});
+        "] of ", y.size(0) / top_k_, " rows, ", y.dtype(), " on ", y.device(), ", got ", weights.shape(), " ",
+        weights.dtype(), " on ", weights.device());
   const int64_t rows = weights.numel() / top_k_, width = y.size(1);
   const std::vector<int64_t> slots =
-      checked_ids(describe(), "slot", extra.at(1), weights.shape(), y.device(), y.size(0));
+      checked_ids(describe(), "slot", "slots", extra.at(1), weights.shape(), y.device(), y.size(0));
   std::vector<bool> taken(slots.size(), false);
   for (const int64_t slot : slots) {
     check(!taken[size_t(slot)], describe(), ": slot ", slot, " is given twice; the slots must be MoEPermute's");
