@@ -44,30 +44,41 @@ TEST(ActivationMath, FloatActivationsMatchDouble) {
   }
 }
 
-// The AVX-512 copies of the activation loops (isa.h) against the baseline copies: the same math,
-// so the same values up to rounding (FMA contraction). On a CPU without AVX-512 both runs take the
-// baseline copy and the test cannot fail.
-TEST(ActivationMath, Avx512AndBaselineLoopsAgree) {
+// The AVX2 and AVX-512 copies of the activation loops (isa.h) against the baseline copies: the same
+// math, so the same values up to rounding (FMA contraction). On a CPU without an instruction set
+// its run takes a lesser copy, and that comparison cannot fail.
+TEST(ActivationMath, InstructionSetCopiesAgree) {
   std::vector<float> x(10007), dy(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     x[i] = -8.0f + 16.0f * float(i) / float(x.size());
     dy[i] = 1.0f + float(i % 7);
   }
+  struct Copy {
+    const char* name;
+    bool avx2, avx512;
+  };
+  const Copy copies[] = {{"baseline", false, false}, {"AVX2", true, false}, {"AVX-512", true, true}};
   for (Activation act : {Activation::ReLU, Activation::GELU, Activation::SiLU, Activation::Sigmoid,
                          Activation::QGELU, Activation::SReLU}) {
-    std::vector<std::vector<float>> y(2, std::vector<float>(x.size())), dx = y;
-    const bool was_enabled = cpu::use_avx512();  // FUSELAB_DISABLE_AVX512 holds for later tests
-    for (int avx512 : {0, 1}) {
-      cpu::set_avx512_enabled(avx512 == 1);
+    std::vector<std::vector<float>> y(3, std::vector<float>(x.size())), dx = y;
+    const bool avx2_was = cpu::use_avx2(), avx512_was = cpu::use_avx512();  // the environment's, for later tests
+    for (size_t c = 0; c < 3; ++c) {
+      cpu::set_avx2_enabled(copies[c].avx2);
+      cpu::set_avx512_enabled(copies[c].avx512);
       cpu::HostContext ctx;
-      ActivationForward<float>{act, x.data(), y[avx512].data(), int64_t(x.size())}.cpu(ctx);
-      ActivationBackward<float>{act, x.data(), dy.data(), dx[avx512].data(), int64_t(x.size())}.cpu(ctx);
+      ActivationForward<float>{act, x.data(), y[c].data(), int64_t(x.size())}.cpu(ctx);
+      ActivationBackward<float>{act, x.data(), dy.data(), dx[c].data(), int64_t(x.size())}.cpu(ctx);
     }
-    cpu::set_avx512_enabled(was_enabled);
-    for (size_t i = 0; i < x.size(); ++i) {
-      ASSERT_NEAR(y[1][i], y[0][i], 2e-6f * (1 + std::abs(y[0][i]))) << activation_name(act) << " at " << x[i];
-      // act'(x) itself is good to 5e-6 in float (FloatActivationsMatchDouble); dx scales it by dy.
-      ASSERT_NEAR(dx[1][i], dx[0][i], 5e-6f * dy[i]) << activation_name(act) << " at " << x[i];
+    cpu::set_avx2_enabled(avx2_was);
+    cpu::set_avx512_enabled(avx512_was);
+    for (size_t c = 1; c < 3; ++c) {
+      for (size_t i = 0; i < x.size(); ++i) {
+        ASSERT_NEAR(y[c][i], y[0][i], 2e-6f * (1 + std::abs(y[0][i]))) << activation_name(act) << " at " << x[i]
+                                                                        << ", " << copies[c].name;
+        // act'(x) itself is good to 5e-6 in float (FloatActivationsMatchDouble); dx scales it by dy.
+        ASSERT_NEAR(dx[c][i], dx[0][i], 5e-6f * dy[i]) << activation_name(act) << " at " << x[i] << ", "
+                                                       << copies[c].name;
+      }
     }
   }
 }
