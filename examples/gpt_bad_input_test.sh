@@ -27,6 +27,11 @@ expect_error "--recompute must be none, mlp, norms or block, got blocks" "$gpt" 
 expect_error "fortune_files $dir/none: no such folder" "$gpt" "${small[@]}" --corpus="$dir/none"
 expect_error "fortune_files $dir/empty: holds no fortune files" "$gpt" "${small[@]}" --corpus="$dir/empty"
 expect_error "--width=30 does not split evenly over --heads=4" "$gpt" "${small[@]}" --width=30 --heads=4
+expect_error "--kv-heads, --rope-theta and --experts are llama's" "$gpt" "${small[@]}" --experts=4
+expect_error "--top-k=5 is more than --experts=4" "$gpt" "${small[@]}" --arch=llama --experts=4 --top-k=5
+expect_error "--top-k, --moe-every and --capacity-factor choose among experts; add --experts" "$gpt" "${small[@]}" --arch=llama --top-k=1
+expect_error "--moe-every=2 leaves none of the --layers=1 blocks with experts" "$gpt" "${small[@]}" --arch=llama \
+  --experts=4 --moe-every=2
 expect_error "--batch=4 does not split evenly into --accumulate=3" "$gpt" "${small[@]}" --accumulate=3
 expect_error "there is no checkpoint $dir/empty/gpt.safetensors" "$gpt" "${small[@]}" --resume --checkpoint="$dir/empty"
 expect_error "$dir/folder/gpt.safetensors: is not a regular file" "$gpt" "${small[@]}" --resume --checkpoint="$dir/folder"

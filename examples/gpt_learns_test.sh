@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gpt learns: after a short run of a small GPT (or, given --arch=llama, a llama block; given
-# --tokenizer=bpe, on subword tokens) on Debian's fortunes its validation loss per character is
+# --tokenizer=bpe, on subword tokens; given --experts, with a mixture of experts as its MLP, whose
+# load it reports) on Debian's fortunes its validation loss per character is
 # below the unigram baseline's (predicting every token from its frequency alone) by a clear
 # margin, with its attention fused into FlashAttention (and llama's head and loss into
 # LMHeadCrossEntropy).
@@ -19,6 +20,10 @@ echo "$line" | awk '{ val = $5; base = $10 + 0; margin = base - val;
   printf "PASS: validation loss %s is %.3f below the unigram baseline\n", val, margin }'
 grep -q "^sampled text" "$out"
 grep -q "FlashAttention(" "$out" || { echo "FAIL: FlashAttention did not fire:"; grep "^forward" "$out"; exit 1; }
+if [[ " $* " == *" --experts="* ]]; then
+  grep -q "Router(" "$out" || { echo "FAIL: no Router in the model:"; grep "^forward" "$out"; exit 1; }
+  grep "^experts' load" "$out" || { echo "FAIL: the experts' load was not reported"; exit 1; }
+fi
 if [[ " $* " == *" --arch=llama "* ]]; then
   grep -q "LMHeadCrossEntropy(" "$out" || { echo "FAIL: LMHeadCrossEntropy did not fire:"; grep "^forward" "$out"; exit 1; }
 fi

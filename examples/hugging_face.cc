@@ -281,6 +281,8 @@ HuggingFaceModel read_hugging_face(const std::string& folder) {
 
 void write_hugging_face(const std::string& folder, const GptConfig& config, const Sequential& model,
                         const Metadata& metadata) {
+  check(config.experts == 0, "hf_checkpoint: --export writes GPT2LMHeadModel and LlamaForCausalLM, and this model "
+        "has --experts=", config.experts, " (a mixture of experts, which neither holds)");
   const std::vector<Tensor> params = model.parameters();
   const std::vector<Placement> places = layout(config);
   check(params.size() == places.size(), "write_hugging_face: the model has ", params.size(),

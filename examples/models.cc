@@ -18,6 +18,7 @@
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
+#include "ops/basic/moe_mlp.h"
 #include "ops/basic/position_embedding.h"
 #include "ops/basic/reshape.h"
 #include "ops/basic/rmsnorm.h"
@@ -82,8 +83,6 @@ std::pair<std::shared_ptr<BasicOp>, std::shared_ptr<BasicOp>> residual(const std
   return {branch, add};
 }
 
-
-
 constexpr double kStd = 0.02;
 
 // The std of the two projections that end a residual branch.
@@ -117,10 +116,24 @@ std::vector<std::shared_ptr<BasicOp>> llama_block(const GptConfig& c, int64_t la
   block.insert(block.end(), {linear_without_bias(c.width, c.width, projection_std(c), gen), attention_out});
 
   auto [mlp_in, mlp_out] = residual("mlp_residual" + n);
-  block.insert(block.end(), {mlp_in, std::make_shared<RMSNorm>(c.width, gpt_norm_eps(c)),
-                             linear_without_bias(c.width, 2 * hidden, kStd, gen), std::make_shared<SwiGLU>(),
-                             linear_without_bias(hidden, c.width, projection_std(c), gen), mlp_out});
+  block.insert(block.end(), {mlp_in, std::make_shared<RMSNorm>(c.width, gpt_norm_eps(c))});
+  if (gpt_moe_layer(c, layer)) {
+    const MoEMlp moe = moe_mlp({c.width, hidden, c.experts, c.top_k, RouterScore::Softmax, /*losses=*/true,
+                                /*expert_counts=*/true, c.capacity_factor}, "moe" + n, gen);
+    moe.router->weight().set_data(normal({c.experts, c.width}, 0, kStd, DType::Float32, &gen));
+    moe.up->weight().set_data(normal({c.experts, 2 * hidden, c.width}, 0, kStd, DType::Float32, &gen));
+    moe.down->weight().set_data(normal({c.experts, c.width, hidden}, 0, projection_std(c), DType::Float32, &gen));
+    block.insert(block.end(), moe.ops.begin(), moe.ops.end());
+  } else {
+    block.insert(block.end(), {linear_without_bias(c.width, 2 * hidden, kStd, gen), std::make_shared<SwiGLU>(),
+                               linear_without_bias(hidden, c.width, projection_std(c), gen)});
+  }
+  block.push_back(mlp_out);
   return block;
+}
+
+bool gpt_moe_layer(const GptConfig& c, int64_t layer) {
+  return c.arch == "llama" && c.experts > 0 && (layer + 1) % c.moe_every == 0;
 }
 
 int64_t gpt_kv_heads(const GptConfig& c) {
@@ -176,8 +189,16 @@ Sequential gpt_model(const GptConfig& c, Generator& gen) {
 
 double matmul_flops_per_token(const Sequential& model) {
   double matmul_weights = 0;
+  int64_t top_k = 1;  // the rows of a token an expert's weights see: the last router's k
   for (const auto& op : model.ops()) {
     if (auto* linear = dynamic_cast<Linear*>(op.get())) matmul_weights += double(linear->weight().numel());
+    if (auto* router = dynamic_cast<Router*>(op.get())) {
+      matmul_weights += double(router->weight().numel());
+      top_k = router->top_k();
+    }
+    if (auto* grouped = dynamic_cast<GroupedLinear*>(op.get())) {
+      matmul_weights += double(grouped->weight().numel() / grouped->groups() * top_k);
+    }
   }
   return 6 * matmul_weights;
 }
@@ -190,6 +211,8 @@ std::vector<ParamGroup> gpt_decay_groups(const Sequential& model, double weight_
   ParamGroup decayed{{}, weight_decay}, not_decayed{{}, 0.0};
   for (const auto& op : model.ops()) {
     if (auto* linear = dynamic_cast<Linear*>(op.get())) decayed.params.push_back(linear->weight());
+    if (auto* grouped = dynamic_cast<GroupedLinear*>(op.get())) decayed.params.push_back(grouped->weight());
+    if (auto* router = dynamic_cast<Router*>(op.get())) decayed.params.push_back(router->weight());
   }
   for (const Tensor& p : model.parameters()) {
     const bool matrix = std::any_of(decayed.params.begin(), decayed.params.end(), [&](const Tensor& w) { return w.same(p); });
@@ -208,6 +231,19 @@ Batch gpt_batch(const GptConfig& c, int64_t rows, DType, Device device, Generato
   return {ids, {}, [next, vocab](const SequentialOutput& out) {
             return cross_entropy(reshape(loss_input(out.output), {-1, vocab}), next);
           }};
+}
+
+MoEOutputs gpt_moe_outputs(const SequentialOutput& output) {
+  constexpr size_t kPerBlock = 3;  // the load-balancing loss, the z-loss, the counts
+  check(output.extra_outputs.size() % kPerBlock == 0, "gpt_moe_outputs: ", output.extra_outputs.size(),
+        " extra outputs are not ", kPerBlock, " for each MoE block");
+  MoEOutputs moe;
+  for (size_t i = 0; i < output.extra_outputs.size(); i += kPerBlock) {
+    moe.balance_losses.push_back(output.extra_outputs[i]);
+    moe.z_losses.push_back(output.extra_outputs[i + 1]);
+    moe.expert_counts.push_back(output.extra_outputs[i + 2].to_vector<int64_t>());
+  }
+  return moe;
 }
 
 Sequential classify_model(const ClassifyConfig& c, Generator& gen) {

@@ -66,6 +66,8 @@ Batch charlm_batch(const CharLMConfig& config, int64_t rows, DType dtype, Device
 // [batch, T] as its one extra input and gives the mean cross entropy, so that LMHeadCrossEntropy
 // fuses its head and loss and never holds the [batch T, vocab] logits (language_model.h calls it,
 // and takes the logits for sampling from the model without its last op).
+// A llama with experts hands back, as extra outputs for each MoE block in order, its router's
+// load-balancing loss and z-loss and its experts' row counts (gpt_moe_outputs reads them).
 struct GptConfig {
   int64_t vocab = 112;
   int64_t context = 64, width = 128, layers = 3, heads = 4;
@@ -76,7 +78,15 @@ struct GptConfig {
   bool tie_embeddings = false;  // the LM head's weight is the token embedding's table
   int64_t mlp_hidden = 0;  // the MLP's hidden width (0: the preset's, 4 width or llama_hidden(width))
   double norm_eps = 0;     // the norms' epsilon (0: the preset's, 1e-5 for LayerNorm, 1e-6 for RMSNorm)
+  int64_t experts = 0;     // llama: experts of a mixture-of-experts MLP (0: the dense MLP)
+  int64_t top_k = 2;       // llama with experts: experts per token
+  int64_t moe_every = 1;   // llama with experts: every moe_every-th block's MLP is the experts' (1: all)
+  double capacity_factor = 0;  // llama with experts: MoEPermute's (0: dropless)
 };
+// With experts, block l's MLP is a mixture of experts (ops/basic/moe_mlp.h) when (l + 1) is a
+// multiple of moe_every (every block, or every other from the second as Switch); each expert is a
+// SwiGLU MLP of mlp_hidden, initialized as the dense MLP, the router N(0, 0.02^2).
+bool gpt_moe_layer(const GptConfig& config, int64_t layer);
 // The MLP's hidden width and the norms' epsilon of a config, its presets' where it sets none.
 int64_t gpt_mlp_hidden(const GptConfig& config);
 double gpt_norm_eps(const GptConfig& config);
@@ -92,6 +102,7 @@ int64_t gpt_kv_heads(const GptConfig& config);
 // Model FLOPs of one token's (or row's) forward and backward, as PaLM's appendix and llm.c count
 // them: 6 per weight of a matrix multiply (the Linear weights: 2 forward, 4 backward), and for a GPT
 // 12 layers width context more for the attention's two products (scores and values).
+// An expert's weights count once for each of the top_k experts a token goes to, the router's once.
 double matmul_flops_per_token(const Sequential& model);
 double gpt_flops_per_token(const Sequential& model, const GptConfig& config);
 // GPT's weight decay split, as minGPT's: group 0, the Linear weight matrices, decays by
@@ -99,6 +110,13 @@ double gpt_flops_per_token(const Sequential& model, const GptConfig& config);
 // embeddings, does not (they set offsets and scales, which decay would only pull toward 0). A tied
 // token embedding is the LM head's weight matrix, so it decays.
 std::vector<ParamGroup> gpt_decay_groups(const Sequential& model, double weight_decay);
+
+// What a llama with experts hands back for one call, by MoE block.
+struct MoEOutputs {
+  std::vector<Tensor> balance_losses, z_losses;        // scalars, differentiable
+  std::vector<std::vector<int64_t>> expert_counts;     // rows each expert received
+};
+MoEOutputs gpt_moe_outputs(const SequentialOutput& output);
 // Token ids [rows, context] (int64, of any dtype asked); cross entropy of the logits viewed as
 // [rows context, vocab] against random next ids, as the example trains (for llama, the next ids
 // [rows, context] are the extra input and the loss is the model's output).

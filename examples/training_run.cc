@@ -24,11 +24,12 @@ double seconds_since(std::chrono::steady_clock::time_point begin) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
 }
 
-void print_progress(int64_t step, int64_t total, double loss, double tokens_per_s, double seconds_left) {
+void print_progress(int64_t step, int64_t total, double loss, double tokens_per_s, double seconds_left,
+                    const std::string& note) {
   const int width = 30, filled = int(width * step / total);
-  std::printf("\r[%s%s] step %lld/%lld  loss %.4f  %.1fk tok/s  %3.0fs left ", std::string(filled, '#').c_str(),
+  std::printf("\r[%s%s] step %lld/%lld  loss %.4f  %.1fk tok/s  %3.0fs left %s", std::string(filled, '#').c_str(),
               std::string(width - filled, '.').c_str(), (long long)step, (long long)total, loss, tokens_per_s / 1000,
-              seconds_left);
+              seconds_left, note.empty() ? "" : (" " + note + " ").c_str());
   std::fflush(stdout);
 }
 
@@ -291,8 +292,8 @@ void TrainingRun::finish_step(int64_t step, int64_t stop) {
   seconds_ = seconds_since(begin_);
   done_ = step - start_;
   if (leader_ && (step % loop_.progress_every == 0 || step == stop)) {
-    print_progress(step, flags_.steps, last_loss_, tokens_per_s(),
-                   seconds_ / double(done_) * double(flags_.steps - step));
+    print_progress(step, flags_.steps, last_loss_, tokens_per_s(), seconds_ / double(done_) * double(flags_.steps - step),
+                   loop_.progress_note ? loop_.progress_note() : "");
   }
 }
 

@@ -60,6 +60,8 @@ struct LoopSettings {
   // Model FLOPs of one token's forward and backward (examples/models.h): with it, a CPU run reports
   // its model FLOPs utilization against the FMA peak measured at start (0: none reported).
   double flops_per_token = 0;
+  // More for the progress bar, after the step's figures (e.g. the experts' load); none when empty.
+  std::function<std::string()> progress_note;
 };
 
 class TrainingRun {

@@ -12,8 +12,8 @@
 #include "autograd/functional.h"
 #include "autograd/gradcheck.h"
 #include "fuser/sequential.h"
-#include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/grouped_linear.h"
+#include "ops/basic/moe_mlp.h"
 #include "ops/basic/moe_permute.h"
 #include "ops/basic/router.h"
 #include "tensor/factories.h"
@@ -31,36 +31,27 @@ struct MoELayer {
 };
 
 // width -> experts' SwiGLU MLPs of `hidden` -> width, top_k of `experts`, float64.
-MoELayer moe_layer(int64_t width, int64_t hidden, int64_t experts, int64_t top_k, RouterScore score, uint64_t seed) {
+MoELayer moe_layer(int64_t width, int64_t hidden, int64_t experts, int64_t top_k, RouterScore score, uint64_t seed,
+                   double capacity_factor = 0) {
   Generator gen(seed);
-  auto router = std::make_shared<Router>(width, experts, top_k, score, &gen);
-  router->set_extra_output_channel(0, "weights", /*to_caller=*/false);
-  router->set_extra_output_channel(1, "experts", false);
-  auto permute = std::make_shared<MoEPermute>(experts, top_k);
-  permute->set_extra_input_channel(0, "experts");
-  permute->set_extra_output_channel(0, "sizes", false);
-  permute->set_extra_output_channel(1, "slots", false);
-  auto up = std::make_shared<GroupedLinear>(experts, width, 2 * hidden, &gen);
-  up->set_extra_input_channel(0, "sizes");
-  auto down = std::make_shared<GroupedLinear>(experts, hidden, width, &gen);
-  down->set_extra_input_channel(0, "sizes");
-  auto unpermute = std::make_shared<MoEUnpermute>(top_k);
-  unpermute->set_extra_input_channel(0, "weights");
-  unpermute->set_extra_input_channel(1, "slots");
-  MoELayer layer{router, up, down, Sequential({router, permute, up, std::make_shared<SwiGLU>(), down, unpermute})};
+  const MoEMlp mlp = moe_mlp({width, hidden, experts, top_k, score, false, false, capacity_factor}, "moe", gen);
+  MoELayer layer{mlp.router, mlp.up, mlp.down, Sequential(mlp.ops)};
   layer.seq.to(DType::Float64);
   return layer;
 }
 
 double silu(double v) { return v / (1 + std::exp(-v)); }
 
-// Every expert on every token; each token keeps its top_k experts' outputs by their weights.
-std::vector<double> dense_reference(const MoELayer& layer, const Tensor& x, int64_t top_k, RouterScore score) {
+// Every expert on every token; each token keeps its top_k experts' outputs by their weights, but
+// for those an expert already full (capacity copies, counted in token order) drops.
+std::vector<double> dense_reference(const MoELayer& layer, const Tensor& x, int64_t top_k, RouterScore score,
+                                    int64_t capacity) {
   const int64_t tokens = x.size(0), width = x.size(1);
   const int64_t experts = layer.up->groups(), hidden = layer.down->weight().size(2);
   const auto xs = x.to_vector<double>(), wr = layer.router->weight().to_vector<double>();
   const auto w1 = layer.up->weight().to_vector<double>(), w2 = layer.down->weight().to_vector<double>();
   std::vector<double> out(size_t(tokens * width), 0.0);
+  std::vector<int64_t> taken(size_t(experts), 0);
   for (int64_t t = 0; t < tokens; ++t) {
     std::vector<double> logits(size_t(experts), 0.0), expert_out(size_t(experts * width), 0.0);
     for (int64_t e = 0; e < experts; ++e) {
@@ -86,6 +77,7 @@ std::vector<double> dense_reference(const MoELayer& layer, const Tensor& x, int6
     for (int64_t j = 0; j < top_k; ++j) {
       const double l = logits[size_t(order[size_t(j)])];
       const double weight = score == RouterScore::Softmax ? std::exp(l) / total : 1 / (1 + std::exp(-l));
+      if (taken[size_t(order[size_t(j)])]++ >= capacity) continue;
       for (int64_t c = 0; c < width; ++c) {
         out[size_t(t * width + c)] += weight * expert_out[size_t(order[size_t(j)] * width + c)];
       }
@@ -97,22 +89,26 @@ std::vector<double> dense_reference(const MoELayer& layer, const Tensor& x, int6
 struct Routing {
   int64_t experts, top_k;
   RouterScore score;
+  double capacity_factor = 0;  // 0: dropless
 };
 
 class MoE : public ::testing::TestWithParam<Routing> {};
 
 TEST_P(MoE, MatchesTheDenseReference) {
   const Routing r = GetParam();
-  MoELayer layer = moe_layer(6, 5, r.experts, r.top_k, r.score, 11);
-  const Tensor x = normal({9, 6}, 0, 1, DType::Float64, nullptr);
-  const std::vector<double> ours = layer.seq(x).to_vector<double>(), theirs = dense_reference(layer, x, r.top_k, r.score);
+  MoELayer layer = moe_layer(6, 5, r.experts, r.top_k, r.score, 11, r.capacity_factor);
+  const int64_t tokens = 9, copies = tokens * r.top_k;
+  const int64_t capacity = r.capacity_factor > 0 ? int64_t(std::ceil(r.capacity_factor * copies / r.experts)) : copies;
+  const Tensor x = normal({tokens, 6}, 0, 1, DType::Float64, nullptr);
+  const std::vector<double> ours = layer.seq(x).to_vector<double>();
+  const std::vector<double> theirs = dense_reference(layer, x, r.top_k, r.score, capacity);
   ASSERT_EQ(ours.size(), theirs.size());
   for (size_t i = 0; i < ours.size(); ++i) EXPECT_NEAR(ours[i], theirs[i], 1e-12) << i;
 }
 
 TEST_P(MoE, GradsMatchFiniteDifferences) {
   const Routing r = GetParam();
-  MoELayer layer = moe_layer(4, 3, r.experts, r.top_k, r.score, 12);
+  MoELayer layer = moe_layer(4, 3, r.experts, r.top_k, r.score, 12, r.capacity_factor);
   Generator gen(13);
   const Tensor x = normal({7, 4}, 0, 1, DType::Float64, &gen);
   const std::vector<Tensor> params = layer.seq.parameters();
@@ -134,7 +130,21 @@ TEST_P(MoE, GradsMatchFiniteDifferences) {
 INSTANTIATE_TEST_SUITE_P(Routings, MoE,
                          ::testing::Values(Routing{4, 2, RouterScore::Softmax}, Routing{4, 1, RouterScore::Softmax},
                                            Routing{3, 3, RouterScore::Softmax}, Routing{4, 2, RouterScore::Sigmoid},
-                                           Routing{8, 2, RouterScore::Softmax}));
+                                           Routing{8, 2, RouterScore::Softmax},
+                                           // capacities of 3 and 2 copies: some experts drop copies
+                                           Routing{4, 2, RouterScore::Softmax, 0.6},
+                                           Routing{3, 1, RouterScore::Softmax, 0.5}));
+
+// With a capacity, each expert keeps its first copies in row order, the counts say how many, and
+// the dropped copies' slots are -1.
+TEST(MoEOps, ACapacityDropsTheOverflowInRowOrder) {
+  Sequential permute({std::make_shared<MoEPermute>(2, 1, /*capacity_factor=*/1.0)});  // capacity 2 of 4 copies
+  const Tensor x = from_vector<double>({0, 1, 2, 3}, {4, 1});
+  const SequentialOutput out = permute(x, {from_vector<int64_t>({1, 1, 1, 0}, {4, 1})});
+  EXPECT_EQ(out.output.to_vector<double>(), (std::vector<double>{3, 0, 1}));
+  EXPECT_EQ(out.extra_outputs.at(0).to_vector<int64_t>(), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(out.extra_outputs.at(1).to_vector<int64_t>(), (std::vector<int64_t>{1, 2, -1, 0}));
+}
 
 // A Router whose weights nothing uses passes x and its grad on, and its weight's grad is zero.
 TEST(MoEOps, ARouterWhoseWeightsGoUnusedPassesGradsThrough) {
@@ -179,6 +189,7 @@ TEST(MoEOps, RouterLossesAreSwitchsAndTheZLoss) {
 TEST(MoEOps, BadRoutingIsAnErrorNamingTheOp) {
   expect_error([] { Router(4, 3, 4); }, {"Router", "top_k 4", "[1, 3]"});
   expect_error([] { MoEPermute(3, 0); }, {"MoEPermute", "top_k 0"});
+  expect_error([] { MoEPermute(3, 2, -0.5); }, {"MoEPermute", "capacity factor -0.5"});
   Sequential permute({std::make_shared<MoEPermute>(3, 2)});
   const Tensor x = normal({2, 4}, 0, 1, DType::Float32, nullptr);
   expect_error([&] { permute(x, {from_vector<int64_t>({0, 1, 2, 3}, {2, 2})}); },
@@ -187,9 +198,11 @@ TEST(MoEOps, BadRoutingIsAnErrorNamingTheOp) {
   Sequential unpermute({std::make_shared<MoEUnpermute>(2)});
   const Tensor y = normal({4, 3}, 0, 1, DType::Float32, nullptr), w = normal({2, 2}, 0, 1, DType::Float32, nullptr);
   expect_error([&] { unpermute(y, {w, from_vector<int64_t>({0, 1, 1, 2}, {2, 2})}); }, {"slot 1 is given twice"});
-  expect_error([&] { unpermute(y, {w, from_vector<int64_t>({0, 1, 4, 2}, {2, 2})}); }, {"slot 4 at 2", "[0, 4)"});
-  expect_error([&] { unpermute(y, {normal({3, 2}, 0, 1, DType::Float32, nullptr), Tensor()}); },
-               {"MoEUnpermute(", "routing weights [..., 2]", "[3, 2]"});
+  expect_error([&] { unpermute(y, {w, from_vector<int64_t>({0, 1, 4, 2}, {2, 2})}); }, {"slot 4 at 2", "[-1, 4)"});
+  expect_error([&] { unpermute(y, {w, from_vector<int64_t>({0, 1, -1, 2}, {2, 2})}); },
+               {"MoEUnpermute(", "the slots name 3 of the 4 expert outputs"});
+  expect_error([&] { unpermute(y, {normal({1, 2}, 0, 1, DType::Float32, nullptr), Tensor()}); },
+               {"MoEUnpermute(", "routing weights [..., 2] of at least 4 copies", "[1, 2]"});
 }
 
 }  // namespace

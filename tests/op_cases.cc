@@ -81,9 +81,9 @@ CaseFunction router(int64_t experts, int64_t top_k, RouterScore score, bool loss
 }
 
 // MoEPermute over x and the expert indices; output: the rows in expert order.
-CaseFunction moe_permute(int64_t experts, int64_t top_k) {
+CaseFunction moe_permute(int64_t experts, int64_t top_k, double capacity_factor = 0) {
   return [=](const Inputs& x) {
-    Sequential seq({std::make_shared<MoEPermute>(experts, top_k)});
+    Sequential seq({std::make_shared<MoEPermute>(experts, top_k, capacity_factor)});
     return Outputs{seq(x[0], {x[1]}).output};
   };
 }
@@ -236,6 +236,9 @@ void basic_op_cases(const Add& add) {
   add(op("MoEPermute").input({300, 16}).ids({300, 2}, 8).runs(moe_permute(8, 2)));
   add(op("MoEUnpermute").input({6, 4}).input({3, 2}).runs(moe_unpermute({4, 0, 5, 1, 2, 3}, 2)));
   add(op("MoEUnpermute").input({3, 4}).input({3, 1}).named("top_1").runs(moe_unpermute({2, 0, 1}, 1)));
+  // A capacity of ceil(0.5 * 300 * 2 / 8) = 38 copies an expert: most experts drop some.
+  add(op("MoEPermute").input({300, 16}).ids({300, 2}, 8).named("capacity").runs(moe_permute(8, 2, 0.5)));
+  add(op("MoEUnpermute").input({3, 4}).input({2, 2}).named("dropped").runs(moe_unpermute({2, -1, 0, 1}, 2)));
   add(op("Bias").input({4, 3}).input({3}).bfloat16().runs(basic<Bias>(3)));
   for (const Shape& s : {Shape{1, 1}, Shape{3, 257}, Shape{300, 1000}, Shape{70000, 3}}) {
     add(op("Bias").input(s).input({s[1]}).bfloat16().float32_within(float32_tolerance(s)).runs(basic<Bias>(s[1])));

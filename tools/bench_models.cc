@@ -9,6 +9,7 @@
 #include "ops/basic/cross_entropy.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
+#include "ops/basic/moe_mlp.h"
 #include "ops/basic/rmsnorm.h"
 #include "ops/basic/rotary_embedding.h"
 #include "tensor/factories.h"
@@ -232,11 +233,33 @@ BenchModel lm_head() {
   return m;
 }
 
+// A mixture of experts' MLP (ops/basic/moe_mlp.h: Router, MoEPermute, GroupedLinear, SwiGLU,
+// GroupedLinear, MoEUnpermute) of --experts SwiGLU experts of --expert-hidden, --top-k each, on x
+// [tokens, hidden] requiring grad; loss: mean squared error against a random target.
+BenchModel moe_block() {
+  BenchModel m{"moe_block", 256,
+               {{"experts", "moe_block: experts", 8, {1, 1 << 12}},
+                {"top-k", "moe_block: experts per token", 2, {1, 1 << 12}},
+                {"expert-hidden", "moe_block: each expert's hidden width", 512, {1, 1 << 16}}},
+               nullptr, nullptr, nullptr};
+  m.build = [](const ModelSizes& s, Generator& gen) {
+    const MoEMlpConfig config{s.hidden, s.extra.at("expert-hidden"), s.extra.at("experts"), s.extra.at("top-k")};
+    check(config.top_k <= config.experts, "bench: --top-k ", config.top_k, " is more than --experts ", config.experts);
+    return Sequential(moe_mlp(config, "moe", gen).ops);
+  };
+  m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
+    const Tensor x = input_requiring_grad(s, dtype, device, gen);
+    return Batch{x, {}, mse_against_random_target(x.shape(), dtype, device, gen)};
+  };
+  return m;
+}
+
 }  // namespace
 
 const std::vector<BenchModel>& bench_models() {
   static const std::vector<BenchModel> models{mlp_block(),    norm_block(), charlm(), classify(),  mnist_mlp(),
-                                              custom_fusion(), gpt("gpt2"),  gpt("llama"), llama_block(), attention(), lm_head()};
+                                              custom_fusion(), gpt("gpt2"),  gpt("llama"), llama_block(), attention(), lm_head(),
+                                              moe_block()};
   return models;
 }
 

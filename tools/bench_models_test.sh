@@ -56,7 +56,7 @@ check("custom_fusion", "custom.txt", "bench_custom.txt", "custom.json", {},
       expected={"ForwardLinearSquare", "BackwardSquareScale"})
 PY
 
-for model in charlm classify custom_fusion lm_head llama_block; do
+for model in charlm classify custom_fusion lm_head llama_block moe_block; do
   "$bench" --model "$model" --tokens 16 --iters 1 --json "$dir/$model.json" >/dev/null
   python3 -c 'import json, sys; [r] = json.load(open(sys.argv[1])); assert r["model"] == sys.argv[2] and r["fused_fwd_bwd_ms"] > 0, r' \
     "$dir/$model.json" "$model"
@@ -68,12 +68,14 @@ expect_error() {  # message, then the bench's arguments
   if "$bench" "$@" >/dev/null 2>"$dir/err.txt"; then echo "FAIL: accepted $*"; exit 1; fi
   grep -qF -- "$message" "$dir/err.txt" || { echo "FAIL: $* said: $(cat "$dir/err.txt")"; exit 1; }
 }
-expect_error "unknown --model nope; known: mlp_block, norm_block, charlm, classify, mnist_mlp, custom_fusion, gpt, llama, llama_block, attention, lm_head, rmsnorm" --model nope
+expect_error "unknown --model nope; known: mlp_block, norm_block, charlm, classify, mnist_mlp, custom_fusion, gpt, llama, llama_block, attention, lm_head, moe_block, rmsnorm" --model nope
 expect_error "--blocks is a size of --model charlm, not of --model mlp_block" --model mlp_block --blocks 3
 expect_error "--features is a size of --model classify, not of --model charlm" --model charlm --features 3
 expect_error "--context: 0 is outside [1, 32]" --model charlm --context 0
 expect_error "--layers is a size of --model gpt or llama, not of --model llama_block" --model llama_block --layers 2
+expect_error "--experts is a size of --model moe_block, not of --model llama" --model llama --experts 4
+expect_error "--top-k 3 is more than --experts 2" --model moe_block --experts 2 --top-k 3 --tokens 8 --iters 1
 expect_error "--per-fusion times one shape" --model charlm --per-fusion --sweep
-"$bench" --help | grep -qF "one of mlp_block, norm_block, charlm, classify, mnist_mlp, custom_fusion, gpt, llama, llama_block, attention, lm_head, rmsnorm" ||
+"$bench" --help | grep -qF "one of mlp_block, norm_block, charlm, classify, mnist_mlp, custom_fusion, gpt, llama, llama_block, attention, lm_head, moe_block, rmsnorm" ||
   { echo "FAIL: --help does not list the models"; exit 1; }
 echo PASS

@@ -1,4 +1,5 @@
-"""PyTorch peer of //tools:bench for the bench's own blocks (mlp_block, norm_block), mnist_mlp and attention:
+"""PyTorch peer of //tools:bench for the bench's own blocks (mlp_block, norm_block), mnist_mlp, attention,
+gpt, llama and moe_block:
 the same shapes, timed the same way (warm-up, then medians over --iters, forward under no_grad,
 forward + backward from out.sum()), written with the same JSON fields. Eager PyTorch fills the
 unfused_* fields; torch.compile (PyTorch 2.0 and later) fills the fused_* fields, which are null
@@ -30,6 +31,12 @@ F.scaled_dot_product_attention, fused_* torch.compile of the math version. --mod
 token embedding, RMSNorm, QKV Linear without bias, rotary q and k, grouped-query attention over
 heads / 2 kv heads, o Linear + residual, RMSNorm, gate|up Linear, silu(gate) * up, down Linear +
 residual, final RMSNorm and LM head without bias.
+
+--model moe_block mirrors `//tools:bench --model moe_block`: x [tokens, hidden] requiring grad through
+Hugging Face Mixtral's sparse MoE block (MixtralMoeBlock below: a loop over the experts with index
+gathers and index_add) of --experts SwiGLU experts of --expert-hidden, --top-k each; loss out.sum().
+
+    python3 bench/peers/pytorch_bench.py --model moe_block --tokens 4096 --hidden 256 --experts 8 --top-k 2 --expert-hidden 512 --threads 2
 
 --model mnist_mlp mirrors `//tools:bench --model mnist_mlp --step`: Linear 784->--hidden, GELU-tanh,
 Linear --hidden->--hidden, GELU-tanh, Linear --hidden->10 on --tokens rows of standard normal
@@ -244,6 +251,43 @@ class Llama(torch.nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]), next_ids.view(-1)), None
 
 
+class MixtralExpert(torch.nn.Module):
+    """Hugging Face Mixtral's MixtralBlockSparseTop2MLP: w2(silu(w1 x) * w3 x), no biases."""
+
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.w1 = torch.nn.Linear(width, hidden, bias=False)
+        self.w3 = torch.nn.Linear(width, hidden, bias=False)
+        self.w2 = torch.nn.Linear(hidden, width, bias=False)
+
+    def forward(self, x):
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class MixtralMoeBlock(torch.nn.Module):
+    """Hugging Face Mixtral's MixtralSparseMoeBlock: the router's softmax over the experts in float32,
+    top-k, renormalized to sum 1; then a loop over the experts that received tokens, each gathering
+    its tokens, running its MLP, scaling by the routing weight and index_add-ing the rows back."""
+
+    def __init__(self, width, hidden, experts, top_k):
+        super().__init__()
+        self.gate = torch.nn.Linear(width, experts, bias=False)
+        self.experts = torch.nn.ModuleList([MixtralExpert(width, hidden) for _ in range(experts)])
+        self.top_k = top_k
+
+    def forward(self, x, _):
+        probs = F.softmax(self.gate(x), dim=1, dtype=torch.float)
+        weights, chosen = torch.topk(probs, self.top_k, dim=-1)
+        weights = (weights / weights.sum(dim=-1, keepdim=True)).to(x.dtype)
+        out = torch.zeros_like(x)
+        mask = F.one_hot(chosen, num_classes=len(self.experts)).permute(2, 1, 0)  # [experts, k, tokens]
+        for e in torch.greater(mask.sum(dim=(-1, -2)), 0).nonzero():
+            slot, token = torch.where(mask[e[0]])
+            y = self.experts[e[0]](x[token]) * weights[token, slot, None]
+            out.index_add_(0, token, y.to(x.dtype))
+        return out, None
+
+
 def time_ms(fn, device):
     start = time.perf_counter()
     fn()
@@ -254,7 +298,7 @@ def time_ms(fn, device):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default="mlp_block", choices=["mlp_block", "norm_block", "mnist_mlp", "attention", "gpt", "llama"])
+    parser.add_argument("--model", default="mlp_block", choices=["mlp_block", "norm_block", "mnist_mlp", "attention", "gpt", "llama", "moe_block"])
     parser.add_argument("--tokens", type=int, default=4096)
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--batch", type=int, default=4, help="attention: sequences per batch")
@@ -265,6 +309,9 @@ def main():
     parser.add_argument("--gpt-context", type=int, default=64, help="gpt: tokens per window (--tokens windows)")
     parser.add_argument("--layers", type=int, default=3, help="gpt: transformer blocks")
     parser.add_argument("--gpt-heads", type=int, default=4, help="gpt: attention heads")
+    parser.add_argument("--experts", type=int, default=8, help="moe_block: experts")
+    parser.add_argument("--top-k", type=int, default=2, help="moe_block: experts per token")
+    parser.add_argument("--expert-hidden", type=int, default=512, help="moe_block: each expert's hidden width")
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--threads", type=int, default=0)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -302,6 +349,11 @@ def main():
         eager = gpt(MathAttention)
         x = torch.randint(0, 112, (args.tokens, args.gpt_context), device=args.device)
         residual = torch.randint(0, 112, (args.tokens, args.gpt_context), device=args.device)  # the next ids
+    elif args.model == "moe_block":
+        sizes = {"experts": args.experts, "top-k": args.top_k, "expert-hidden": args.expert_hidden}
+        eager = MixtralMoeBlock(args.hidden, args.expert_hidden, args.experts, args.top_k).to(args.device, dtype)
+        x = torch.randn(args.tokens, args.hidden, device=args.device, dtype=dtype, requires_grad=True)
+        residual = None
     elif args.model == "mnist_mlp":
         eager = MnistMlp(args.hidden).to(args.device, dtype)
         x = torch.randn(args.tokens, 784, device=args.device, dtype=dtype)  # features require no grad

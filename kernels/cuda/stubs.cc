@@ -16,6 +16,7 @@
 #include "kernels/flash_attention.h"
 #include "kernels/linear_epilogue.h"
 #include "kernels/matmul.h"
+#include "kernels/moe_combine.h"
 #include "kernels/norms.h"
 #include "kernels/optimizer_steps.h"
 #include "kernels/rotary.h"
@@ -76,6 +77,7 @@ FUSELAB_EMBEDDING_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_FLASH_ATTENTION_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_LINEAR_EPILOGUE_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_MATMUL_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_MOE_COMBINE_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_NORM_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_OPTIMIZER_STEP_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_ROTARY_KERNELS(FUSELAB_CUDA_STUB)

@@ -1,21 +1,25 @@
 #include "ops/basic/moe_permute.h"
 
+#include <cmath>
+
+#include "kernels/moe_combine.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
 namespace {
 
-// ids as host integers, checked: int64 of `shape` on `device`, each in [0, limit).
+// ids as host integers, checked: int64 of `shape` on `device`, each in [low, limit).
 std::vector<int64_t> checked_ids(const std::string& op, const char* what, const char* whats, const Tensor& ids,
-                                 const Shape& shape, Device device, int64_t limit) {
+                                 const Shape& shape, Device device, int64_t low, int64_t limit) {
   check(ids.defined(), op, ": the ", whats, ", an extra input, are missing");
   check(ids.dtype() == DType::Int64 && ids.shape() == shape && ids.device() == device, op, ": the ", whats,
         " must be int64 ", shape, " on ", device, ", got ", ids.shape(), " ", ids.dtype(), " on ", ids.device());
   std::vector<int64_t> values = ids.to(Device::cpu()).to_vector<int64_t>();
   for (size_t i = 0; i < values.size(); ++i) {
-    check(values[i] >= 0 && values[i] < limit, op, ": ", what, " ", values[i], " at ", i, " is outside [0, ", limit,
-          ")");
+    check(values[i] >= low && values[i] < limit, op, ": ", what, " ", values[i], " at ", i, " is outside [", low, ", ",
+          limit, ")");
   }
   return values;
 }
@@ -28,26 +32,41 @@ Shape with_last(Shape shape, int64_t last) {
 
 }  // namespace
 
-MoEPermute::MoEPermute(int64_t experts, int64_t top_k) : BasicOp("MoEPermute"), experts_(experts), top_k_(top_k) {
+MoEPermute::MoEPermute(int64_t experts, int64_t top_k, double capacity_factor)
+    : BasicOp("MoEPermute"), experts_(experts), top_k_(top_k), capacity_factor_(capacity_factor) {
   check(experts_ > 0 && top_k_ >= 1 && top_k_ <= experts_, "MoEPermute: top_k ", top_k_, " must be in [1, ",
         experts_, "], the number of experts");
+  check(std::isfinite(capacity_factor_) && capacity_factor_ >= 0, "MoEPermute: capacity factor ", capacity_factor_,
+        " must be 0 (dropless) or positive");
+}
+
+int64_t MoEPermute::capacity(int64_t copies) const {
+  if (capacity_factor_ == 0) return copies;
+  return int64_t(std::ceil(capacity_factor_ * double(copies) / double(experts_)));
 }
 
 OpForward MoEPermute::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>& extra) {
   check_input(x, -1);
   const int64_t width = x.size(-1), rows = x.numel() / std::max<int64_t>(width, 1), copies = rows * top_k_;
   const std::vector<int64_t> experts = checked_ids(describe(), "expert index", "expert indices", extra.at(0),
-                                                   with_last(x.shape(), top_k_), x.device(), experts_);
-  std::vector<int64_t> counts(static_cast<size_t>(experts_), 0), starts(static_cast<size_t>(experts_), 0);
-  for (const int64_t e : experts) ++counts[size_t(e)];
-  for (int64_t e = 1; e < experts_; ++e) starts[size_t(e)] = starts[size_t(e - 1)] + counts[size_t(e - 1)];
-  std::vector<int64_t> sources(static_cast<size_t>(copies), 0), slots(static_cast<size_t>(copies), 0);
-  for (int64_t c = 0; c < copies; ++c) {  // row-major: each expert's copies stay in row order
-    const int64_t slot = starts[size_t(experts[size_t(c)])]++;
-    sources[size_t(slot)] = c / top_k_;
-    slots[size_t(c)] = slot;
+                                                   with_last(x.shape(), top_k_), x.device(), 0, experts_);
+  // Each expert keeps its first `limit` copies in row order; the slots of the rest stay -1.
+  const int64_t limit = capacity(copies);
+  std::vector<int64_t> counts(static_cast<size_t>(experts_), 0), slots(static_cast<size_t>(copies), -1);
+  for (int64_t c = 0; c < copies; ++c) {
+    int64_t& count = counts[size_t(experts[size_t(c)])];
+    if (count < limit) slots[size_t(c)] = count++;  // the copy's place within its expert, for now
   }
-  const Tensor source_ids = from_vector<int64_t>(sources, {copies}, x.device());
+  std::vector<int64_t> starts(static_cast<size_t>(experts_), 0);
+  for (int64_t e = 1; e < experts_; ++e) starts[size_t(e)] = starts[size_t(e - 1)] + counts[size_t(e - 1)];
+  const int64_t kept = starts.back() + counts.back();
+  std::vector<int64_t> sources(static_cast<size_t>(kept), 0);
+  for (int64_t c = 0; c < copies; ++c) {
+    if (slots[size_t(c)] < 0) continue;
+    slots[size_t(c)] += starts[size_t(experts[size_t(c)])];
+    sources[size_t(slots[size_t(c)])] = c / top_k_;
+  }
+  const Tensor source_ids = from_vector<int64_t>(sources, {kept}, x.device());
   const Tensor out = math::embedding(describe().c_str(), x.view({rows, width}), source_ids);
   if (ctx.requires_backward()) ctx.save<MoEPermuteSaved>() = {source_ids, x.shape()};
   return {out, {from_vector<int64_t>(counts, {experts_}, x.device()),
@@ -57,7 +76,7 @@ OpForward MoEPermute::op_forward(OpContext& ctx, const Tensor& x, const std::vec
 OpBackward MoEPermute::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
   const MoEPermuteSaved& saved = ctx.saved<MoEPermuteSaved>(describe());
   const int64_t width = saved.input_shape.back();
-  const Shape rows{saved.sources.numel() / top_k_, width};
+  const Shape rows{numel(saved.input_shape) / std::max<int64_t>(width, 1), width};
   return {math::embedding_backward(dy, saved.sources, rows).view(saved.input_shape), {Tensor()}, {}};
 }
 
@@ -70,21 +89,31 @@ OpForward MoEUnpermute::op_forward(OpContext& ctx, const Tensor& y, const std::v
   const Tensor& weights = extra.at(0);
   check(weights.defined(), describe(), ": the routing weights, its first extra input, are missing");
   check(y.dim() == 2 && weights.dtype() == y.dtype() && weights.device() == y.device() && weights.dim() >= 1 &&
-            weights.size(-1) == top_k_ && weights.numel() == y.size(0),
-        describe(), ": the expert outputs [rows k, width] ", y.shape(), " need routing weights [..., ", top_k_,
-        "] of ", y.size(0) / top_k_, " rows, ", y.dtype(), " on ", y.device(), ", got ", weights.shape(), " ",
+            weights.size(-1) == top_k_ && weights.numel() >= y.size(0),
+        describe(), ": the expert outputs [kept copies, width] ", y.shape(), " need routing weights [..., ", top_k_,
+        "] of at least ", y.size(0), " copies, ", y.dtype(), " on ", y.device(), ", got ", weights.shape(), " ",
         weights.dtype(), " on ", weights.device());
   const int64_t rows = weights.numel() / top_k_, width = y.size(1);
+  // The kept copies' slots (the others -1) are a permutation of y's rows, as MoEPermute gives.
   const std::vector<int64_t> slots =
-      checked_ids(describe(), "slot", "slots", extra.at(1), weights.shape(), y.device(), y.size(0));
-  std::vector<bool> taken(slots.size(), false);
+      checked_ids(describe(), "slot", "slots", extra.at(1), weights.shape(), y.device(), -1, y.size(0));
+  std::vector<bool> taken(size_t(y.size(0)), false);
+  int64_t kept = 0;
   for (const int64_t slot : slots) {
+    if (slot < 0) continue;
     check(!taken[size_t(slot)], describe(), ": slot ", slot, " is given twice; the slots must be MoEPermute's");
     taken[size_t(slot)] = true;
+    ++kept;
   }
+  check(kept == y.size(0), describe(), ": the slots name ", kept, " of the ", y.size(0),
+        " expert outputs; the slots must be MoEPermute's");
   const Tensor slot_ids = extra.at(1).view({rows * top_k_});
-  const Tensor gathered = math::embedding(describe().c_str(), y, slot_ids).view({rows, top_k_, width});
-  const Tensor out = math::matmul(weights.view({rows, 1, top_k_}), false, gathered, false);
+  Tensor out = empty({rows, width}, y.dtype(), y.device());
+  launch_floating<WithBFloat16::No>(describe().c_str(), y, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::MoECombineForward<T>{y.ptr<T>(), weights.ptr<T>(), slot_ids.ptr<int64_t>(),
+                                         out.ptr<T>(), rows, top_k_, width};
+  });
   if (ctx.requires_backward()) ctx.save<MoEUnpermuteSaved>() = {y, weights, slot_ids};
   return {out.view(with_last(weights.shape(), width)), {}};
 }
@@ -92,13 +121,14 @@ OpForward MoEUnpermute::op_forward(OpContext& ctx, const Tensor& y, const std::v
 OpBackward MoEUnpermute::op_backward(OpContext& ctx, const Tensor& dout, const std::vector<Tensor>&) {
   const MoEUnpermuteSaved& saved = ctx.saved<MoEUnpermuteSaved>(describe());
   const int64_t width = saved.expert_outputs.size(1), rows = saved.weights.numel() / top_k_;
-  const Tensor d = dout.view({rows, 1, width});
-  const Tensor dgathered = math::matmul(saved.weights.view({rows, top_k_, 1}), false, d, false);  // [rows, k, width]
-  const Tensor dy = math::embedding_backward(dgathered.view({rows * top_k_, width}), saved.slots,
-                                             saved.expert_outputs.shape());
-  const Tensor gathered =
-      math::embedding(describe().c_str(), saved.expert_outputs, saved.slots).view({rows, top_k_, width});
-  const Tensor dweights = math::matmul(gathered, false, d, true).view(saved.weights.shape());  // [rows, k, 1]
+  Tensor dy = empty(saved.expert_outputs.shape(), dout.dtype(), dout.device());
+  Tensor dweights = empty(saved.weights.shape(), dout.dtype(), dout.device());
+  launch_floating<WithBFloat16::No>(describe().c_str(), dout, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::MoECombineBackward<T>{dout.ptr<T>(), saved.expert_outputs.ptr<T>(), saved.weights.ptr<T>(),
+                                          saved.slots.ptr<int64_t>(), dy.ptr<T>(), dweights.ptr<T>(), rows, top_k_,
+                                          width};
+  });
   return {dy, {dweights, Tensor()}, {}};
 }
 

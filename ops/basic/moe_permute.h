@@ -1,19 +1,26 @@
 // The token shuffles around a mixture of experts' GroupedLinears, a pair of ops joined by
 // channels. With k experts chosen for each of x's rows (Router's indices [..., k]):
 //
-// MoEPermute(experts, top_k): x [..., width] and the indices as its extra input give the k copies
-// of each row in expert order, [rows k, width] (the copies of expert 0's rows first, each expert's
-// in row order), and two extra outputs: each expert's row count, int64 [experts] (GroupedLinear's
-// sizes), and the slot of each copy, int64 [..., k] (MoEUnpermute's). dx sums each row's copies'
-// grads.
+// MoEPermute(experts, top_k, capacity_factor): x [..., width] and the indices as its extra input
+// give the k copies of each row in expert order, [kept, width] (the copies of expert 0's rows
+// first, each expert's in row order), and two extra outputs: each expert's row count, int64
+// [experts] (GroupedLinear's sizes), and the slot of each copy, int64 [..., k] (MoEUnpermute's).
+// dx sums each row's copies' grads.
 //
-// MoEUnpermute(top_k): the experts' outputs y [rows k, width] in that order, with the routing
+// Dropless by default (capacity_factor 0: kept = rows k). With a capacity factor f > 0 each
+// expert takes at most ceil(f rows k / experts) copies, the first in row order (then by j); the
+// copies past it are dropped: not gathered, slot -1, so their row gets nothing from that expert
+// (Switch Transformer's capacity). The dropped copies are rows k - sum(counts).
+//
+// MoEUnpermute(top_k): the experts' outputs y [kept, width] in that order, with the routing
 // weights [..., k] and the slots [..., k] as its extra inputs, give each row's weighted sum of its
-// copies' outputs, [..., width]:
+// kept copies' outputs, [..., width]:
 //   out[r] = sum_j w[r, j] y[slot[r, j]],  dy[slot[r, j]] = w[r, j] dout[r],  dw[r, j] = <dout[r], y[slot[r, j]]>
+// (a dropped copy, slot -1, adds nothing and gets dw = 0).
 //
-// Dropless: every copy goes to its expert. The order is found on the CPU (the indices go there);
-// the gathers and scatter-adds are the embedding kernels, on x's device.
+// The order is found on the CPU (the indices go there);
+// MoEPermute's gather and scatter-add are the embedding kernels, MoEUnpermute's weighted sum
+// kernels/moe_combine.h, on x's device.
 #pragma once
 
 #include "ops/basic_op.h"
@@ -21,7 +28,7 @@
 namespace fuselab {
 
 struct MoEPermuteSaved {
-  Tensor sources;  // int64 [rows k] on x's device: the row each copy is of
+  Tensor sources;  // int64 [kept] on x's device: the row each kept copy is of
   Shape input_shape;
   NamedTensors tensors() const { return {{"sources", sources}}; }
 };
@@ -29,7 +36,7 @@ struct MoEPermuteSaved {
 class MoEPermute : public BasicOp {
  public:
   bool has_cuda_kernels() const override { return true; }  // tensor_math and the CPU
-  MoEPermute(int64_t experts, int64_t top_k);
+  MoEPermute(int64_t experts, int64_t top_k, double capacity_factor = 0);
   int num_extra_inputs() const override { return 1; }   // the expert indices
   int num_extra_outputs() const override { return 2; }  // the experts' row counts, the slots
   bool extra_output_differentiable(int) const override { return false; }  // integers
@@ -37,13 +44,16 @@ class MoEPermute : public BasicOp {
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
 
  private:
+  // The most copies an expert takes out of `copies` (all of them when dropless).
+  int64_t capacity(int64_t copies) const;
   int64_t experts_, top_k_;
+  double capacity_factor_;
 };
 
 struct MoEUnpermuteSaved {
-  Tensor expert_outputs;  // y [rows k, width]
+  Tensor expert_outputs;  // y [kept, width]
   Tensor weights;         // [rows, k]
-  Tensor slots;           // int64 [rows k]
+  Tensor slots;           // int64 [rows k], -1 where dropped
   NamedTensors tensors() const { return {{"expert_outputs", expert_outputs}, {"weights", weights}, {"slots", slots}}; }
 };
 
