@@ -6,7 +6,9 @@
 //   dy[slot[r, j]] = w[r, j] dout[r]          (the slots are a permutation of y's rows: each row
 //                                              of dy is written once)
 //   dw[r, j] = <dout[r], y[slot[r, j]]>
-// A copy its expert dropped has slot -1: it adds nothing, and its dw is 0.
+// A copy its expert dropped has slot -1: it adds nothing, and its dw is 0. The forward with null
+// weights (each 1) is MoEPermute's backward, dx[r] = sum_j dy[slot[r, j]]: a gather per row, in
+// parallel and in a fixed order, where a scatter-add would have to serialize.
 //
 // The caller checks that the slots other than -1 are a permutation of y's rows. Kernels:
 // kernels/cpu/moe_combine.cc and kernels/cuda/moe_combine.cu.
@@ -21,7 +23,7 @@ namespace fuselab::kernels {
 template <class T>
 struct MoECombineForward {
   const T* y;               // [kept, dim]
-  const T* weights;         // [rows, k]
+  const T* weights;         // [rows, k], or null for weights of 1
   const int64_t* slots;     // [rows, k]
   T* out;                   // [rows, dim]
   int64_t rows, k, dim;

@@ -9,7 +9,9 @@ FusionExample make_fusion_example(std::vector<std::shared_ptr<BasicOp>> ops, int
   FusionExample e{std::move(ops), uniform({rows, width}, -1, 1, dtype, &gen), {}};
   for (const auto& op : e.ops) {
     op->to(dtype);
-    for (int k = 0; k < op->num_extra_inputs(); ++k) e.extra_inputs.push_back(uniform({rows, width}, -1, 1, dtype, &gen));
+    for (int k = 0; k < op->num_extra_inputs(); ++k) {
+      if (op->extra_input_channel(k).empty()) e.extra_inputs.push_back(uniform({rows, width}, -1, 1, dtype, &gen));
+    }
   }
   return e;
 }

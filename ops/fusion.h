@@ -42,7 +42,7 @@ struct FusionExample {
 using FusionExampleMaker = std::function<FusionExample(int64_t rows, int64_t width, DType dtype, Generator& gen)>;
 
 // `ops` converted to `dtype`, with a random [rows, width] input and one such extra input per
-// extra input the ops take: the example model of most fusions.
+// extra input the ops take from the caller (not from a channel): the example model of most fusions.
 FusionExample make_fusion_example(std::vector<std::shared_ptr<BasicOp>> ops, int64_t rows, int64_t width,
                                   DType dtype, Generator& gen);
 

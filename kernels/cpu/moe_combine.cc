@@ -16,7 +16,7 @@ void MoECombineForward<T>::cpu(KernelContext&) const {
     std::fill_n(o, dim, T(0));
     for (int64_t j = 0; j < k; ++j) {
       if (slots[r * k + j] < 0) continue;
-      const T w = weights[r * k + j];
+      const T w = weights ? weights[r * k + j] : T(1);
       const T* __restrict from = y + slots[r * k + j] * dim;
 #pragma omp simd
       for (int64_t c = 0; c < dim; ++c) o[c] += w * from[c];

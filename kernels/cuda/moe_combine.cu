@@ -15,7 +15,7 @@ __global__ void moe_combine_forward_kernel(const T* y, const T* weights, const i
     T sum = T(0);
     for (int64_t j = 0; j < k; ++j) {
       const int64_t slot = slots[r * k + j];
-      if (slot >= 0) sum += weights[r * k + j] * y[slot * dim + c];
+      if (slot >= 0) sum += (weights ? weights[r * k + j] : T(1)) * y[slot * dim + c];
     }
     out[i] = sum;
   }

@@ -66,18 +66,23 @@ OpForward MoEPermute::op_forward(OpContext& ctx, const Tensor& x, const std::vec
     slots[size_t(c)] += starts[size_t(experts[size_t(c)])];
     sources[size_t(slots[size_t(c)])] = c / top_k_;
   }
-  const Tensor source_ids = from_vector<int64_t>(sources, {kept}, x.device());
-  const Tensor out = math::embedding(describe().c_str(), x.view({rows, width}), source_ids);
-  if (ctx.requires_backward()) ctx.save<MoEPermuteSaved>() = {source_ids, x.shape()};
-  return {out, {from_vector<int64_t>(counts, {experts_}, x.device()),
-                from_vector<int64_t>(slots, {copies}, x.device()).view(with_last(x.shape(), top_k_))}};
+  const Tensor out = math::embedding(describe().c_str(), x.view({rows, width}),
+                                     from_vector<int64_t>(sources, {kept}, x.device()));
+  const Tensor slot_ids = from_vector<int64_t>(slots, {copies}, x.device());
+  if (ctx.requires_backward()) ctx.save<MoEPermuteSaved>() = {slot_ids, x.shape()};
+  return {out, {from_vector<int64_t>(counts, {experts_}, x.device()), slot_ids.view(with_last(x.shape(), top_k_))}};
 }
 
 OpBackward MoEPermute::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {
   const MoEPermuteSaved& saved = ctx.saved<MoEPermuteSaved>(describe());
-  const int64_t width = saved.input_shape.back();
-  const Shape rows{numel(saved.input_shape) / std::max<int64_t>(width, 1), width};
-  return {math::embedding_backward(dy, saved.sources, rows).view(saved.input_shape), {Tensor()}, {}};
+  const int64_t width = saved.input_shape.back(), rows = numel(saved.input_shape) / std::max<int64_t>(width, 1);
+  Tensor dx = empty(saved.input_shape, dy.dtype(), dy.device());
+  launch_floating<WithBFloat16::No>(describe().c_str(), dy, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::MoECombineForward<T>{dy.ptr<T>(), nullptr, saved.slots.ptr<int64_t>(), dx.ptr<T>(), rows, top_k_,
+                                         width};
+  });
+  return {dx, {Tensor()}, {}};
 }
 
 MoEUnpermute::MoEUnpermute(int64_t top_k) : BasicOp("MoEUnpermute"), top_k_(top_k) {

@@ -5,7 +5,7 @@
 // give the k copies of each row in expert order, [kept, width] (the copies of expert 0's rows
 // first, each expert's in row order), and two extra outputs: each expert's row count, int64
 // [experts] (GroupedLinear's sizes), and the slot of each copy, int64 [..., k] (MoEUnpermute's).
-// dx sums each row's copies' grads.
+// dx sums each row's kept copies' grads (kernels/moe_combine.h's gather, weights 1).
 //
 // Dropless by default (capacity_factor 0: kept = rows k). With a capacity factor f > 0 each
 // expert takes at most ceil(f rows k / experts) copies, the first in row order (then by j); the
@@ -18,9 +18,9 @@
 //   out[r] = sum_j w[r, j] y[slot[r, j]],  dy[slot[r, j]] = w[r, j] dout[r],  dw[r, j] = <dout[r], y[slot[r, j]]>
 // (a dropped copy, slot -1, adds nothing and gets dw = 0).
 //
-// The order is found on the CPU (the indices go there);
-// MoEPermute's gather and scatter-add are the embedding kernels, MoEUnpermute's weighted sum
-// kernels/moe_combine.h, on x's device.
+// The order is found on the CPU (the indices go there); MoEPermute's gather is the embedding
+// kernel, the sums of both ops' backwards and MoEUnpermute's weighted sum kernels/moe_combine.h,
+// on x's device.
 #pragma once
 
 #include "ops/basic_op.h"
@@ -28,9 +28,9 @@
 namespace fuselab {
 
 struct MoEPermuteSaved {
-  Tensor sources;  // int64 [kept] on x's device: the row each kept copy is of
+  Tensor slots;  // int64 [rows k] on x's device, -1 where dropped
   Shape input_shape;
-  NamedTensors tensors() const { return {{"sources", sources}}; }
+  NamedTensors tensors() const { return {{"slots", slots}}; }
 };
 
 class MoEPermute : public BasicOp {
