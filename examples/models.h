@@ -105,8 +105,8 @@ int64_t gpt_kv_heads(const GptConfig& config);
 // An expert's weights count once for each of the top_k experts a token goes to, the router's once.
 double matmul_flops_per_token(const Sequential& model);
 double gpt_flops_per_token(const Sequential& model, const GptConfig& config);
-// GPT's weight decay split, as minGPT's: group 0, the Linear weight matrices, decays by
-// `weight_decay`; group 1, biases, LayerNorm gains and shifts and the token and position
+// GPT's weight decay split, as minGPT's: group 0, the weight matrices (the Linears', the routers'
+// and the experts' GroupedLinears'), decays by `weight_decay`; group 1, biases, LayerNorm gains and shifts and the token and position
 // embeddings, does not (they set offsets and scales, which decay would only pull toward 0). A tied
 // token embedding is the LM head's weight matrix, so it decays.
 std::vector<ParamGroup> gpt_decay_groups(const Sequential& model, double weight_decay);

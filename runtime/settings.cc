@@ -19,7 +19,7 @@ const std::vector<SettingInfo> kTable = {
      "the library of every CPU GEMM; unset: oneDNN, and OpenBLAS for small float32 and every float64 GEMM"},
     {"FUSELAB_OPENBLAS", "a library path or file name",
      "the OpenBLAS to load on the first GEMM; unset: Debian's OpenMP build, then libopenblas.so.0"},
-    {"FUSELAB_DISABLE_AVX512", "0 | 1", "1: the CPU kernels run their AVX2 copies on an AVX-512 machine"},
+    {"FUSELAB_DISABLE_AVX512", "0 | 1", "1: on an AVX-512 machine the CPU kernels run their AVX2 or baseline copies"},
     {"FUSELAB_FUSION", "0 | 1", "0: no Sequential fuses (the unfused ops run one by one)"},
     {"FUSELAB_DISABLE_FUSIONS", "names, comma-separated", "these registered fusions never fire"},
     {"FUSELAB_FUSION_LOG", "0 | 1", "1: every Sequential prints what each fusion function matched, once per list"},
