@@ -1,5 +1,5 @@
 // A mixture of experts' combine (MoEUnpermute, ops/basic/moe_permute.h): each row's k expert
-// outputs, found by their slots among the expert-ordered rows y [rows k, dim], summed by the row's
+// outputs, found by their slots among the expert-ordered rows y [kept, dim], summed by the row's
 // routing weights w [rows, k]:
 //
 //   out[r] = sum_j w[r, j] y[slot[r, j]]
@@ -22,22 +22,22 @@ namespace fuselab::kernels {
 
 template <class T>
 struct MoECombineForward {
-  const T* y;               // [kept, dim]
-  const T* weights;         // [rows, k], or null for weights of 1
-  const int64_t* slots;     // [rows, k]
-  T* out;                   // [rows, dim]
+  const T* y;            // [kept, dim]
+  const T* weights;      // [rows, k], or null for weights of 1
+  const int64_t* slots;  // [rows, k]
+  T* out;                // [rows, dim]
   int64_t rows, k, dim;
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
 template <class T>
 struct MoECombineBackward {
-  const T* dout;            // [rows, dim]
+  const T* dout;  // [rows, dim]
   const T* y;
   const T* weights;
   const int64_t* slots;
-  T* dy;                    // [kept, dim]
-  T* dweights;              // [rows, k]
+  T* dy;        // [kept, dim]
+  T* dweights;  // [rows, k]
   int64_t rows, k, dim;
   FUSELAB_KERNEL_ENTRY_POINTS;
 };

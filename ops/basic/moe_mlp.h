@@ -6,7 +6,7 @@
 //
 // What goes to the caller, as extra outputs in this order: with `losses`, the router's
 // load-balancing loss and z-loss (scalars for the caller's objective); with `expert_counts`, the
-// rows each expert received, int64 [experts] (MoEPermute's counts).
+// rows each expert took, int64 [experts] (MoEPermute's counts).
 #pragma once
 
 #include <memory>
