@@ -6,7 +6,7 @@
 
 #include "kernels/activation_math.h"
 #include "kernels/cpu/host_context.h"
-#include "kernels/cpu/isa.h"
+#include "tests/isa_copies.h"
 #include "kernels/elementwise.h"
 
 namespace fuselab::kernels {
@@ -53,31 +53,23 @@ TEST(ActivationMath, InstructionSetCopiesAgree) {
     x[i] = -8.0f + 16.0f * float(i) / float(x.size());
     dy[i] = 1.0f + float(i % 7);
   }
-  struct Copy {
-    const char* name;
-    bool avx2, avx512;
-  };
-  const Copy copies[] = {{"baseline", false, false}, {"AVX2", true, false}, {"AVX-512", true, true}};
   for (Activation act : {Activation::ReLU, Activation::GELU, Activation::SiLU, Activation::Sigmoid,
                          Activation::QGELU, Activation::SReLU}) {
     std::vector<std::vector<float>> y(3, std::vector<float>(x.size())), dx = y;
-    const bool avx2_was = cpu::use_avx2(), avx512_was = cpu::use_avx512();  // the environment's, for later tests
     for (size_t c = 0; c < 3; ++c) {
-      cpu::set_avx2_enabled(copies[c].avx2);
-      cpu::set_avx512_enabled(copies[c].avx512);
-      cpu::HostContext ctx;
-      ActivationForward<float>{act, x.data(), y[c].data(), int64_t(x.size())}.cpu(ctx);
-      ActivationBackward<float>{act, x.data(), dy.data(), dx[c].data(), int64_t(x.size())}.cpu(ctx);
+      testing::with_isa(testing::kIsaCopies[c], [&] {
+        cpu::HostContext ctx;
+        ActivationForward<float>{act, x.data(), y[c].data(), int64_t(x.size())}.cpu(ctx);
+        ActivationBackward<float>{act, x.data(), dy.data(), dx[c].data(), int64_t(x.size())}.cpu(ctx);
+      });
     }
-    cpu::set_avx2_enabled(avx2_was);
-    cpu::set_avx512_enabled(avx512_was);
     for (size_t c = 1; c < 3; ++c) {
       for (size_t i = 0; i < x.size(); ++i) {
         ASSERT_NEAR(y[c][i], y[0][i], 2e-6f * (1 + std::abs(y[0][i]))) << activation_name(act) << " at " << x[i]
-                                                                        << ", " << copies[c].name;
+                                                                        << ", " << testing::kIsaCopies[c].name;
         // act'(x) itself is good to 5e-6 in float (FloatActivationsMatchDouble); dx scales it by dy.
         ASSERT_NEAR(dx[c][i], dx[0][i], 5e-6f * dy[i]) << activation_name(act) << " at " << x[i] << ", "
-                                                       << copies[c].name;
+                                                       << testing::kIsaCopies[c].name;
       }
     }
   }

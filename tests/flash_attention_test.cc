@@ -10,7 +10,7 @@
 
 #include "autograd/functional.h"
 #include "fuser/sequential.h"
-#include "kernels/cpu/isa.h"
+#include "tests/isa_copies.h"
 #include "ops/basic/attention.h"
 #include "ops/basic/rotary_embedding.h"
 #include "ops/basic/softmax.h"
@@ -144,18 +144,15 @@ TEST(FlashAttention, MatchesUnfusedWhenTilesRunOnSeveralThreads) {
   }
 }
 
-// The kernel's rows are compiled for baseline x86-64 and for AVX-512 (kernels/cpu/isa.h): both
-// copies match the unfused ops.
-TEST(FlashAttention, MatchesUnfusedOnEitherInstructionSet) {
-  const bool was_enabled = kernels::cpu::use_avx512();  // FUSELAB_DISABLE_AVX512 holds for later tests
-  for (bool avx512 : {false, true}) {
-    kernels::cpu::set_avx512_enabled(avx512);
+// The kernel's rows are compiled for baseline x86-64, AVX2 and AVX-512 (kernels/cpu/isa.h): each
+// copy matches the unfused ops.
+TEST(FlashAttention, MatchesUnfusedOnEveryInstructionSet) {
+  for (const testing::IsaCopy& copy : testing::kIsaCopies) {
     for (bool training : {false, true}) {
-      SCOPED_TRACE(std::string(avx512 ? "AVX-512 where the CPU has it" : "baseline") + (training ? " training" : ""));
-      expect_fused_matches_unfused({2, 70, 3, 5, true}, DType::Float32, training, 0.25);
+      SCOPED_TRACE(std::string(copy.name) + " where the CPU has it" + (training ? ", training" : ""));
+      testing::with_isa(copy, [&] { expect_fused_matches_unfused({2, 70, 3, 5, true}, DType::Float32, training, 0.25); });
     }
   }
-  kernels::cpu::set_avx512_enabled(was_enabled);
 }
 
 // In bfloat16 the unfused path rounds the probabilities to bfloat16 and the fused one keeps them in

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/host_context.h"
-#include "kernels/cpu/isa.h"
+#include "tests/isa_copies.h"
 #include "kernels/norms.h"
 
 namespace fuselab::kernels {
@@ -25,14 +25,12 @@ struct Grads {
   std::vector<float> dx, dw, db;
 };
 
-Grads run_backward(bool layer_norm, bool residual, bool avx512) {
+Grads run_backward(bool layer_norm, bool residual) {
   constexpr int64_t rows = 37, cols = 203;
   const std::vector<float> x = values(rows * cols, 2, 1), w = values(cols, 1, 2), rg = values(rows * cols, 1, 3);
   const std::vector<float> dy = values(rows * cols, 1, 4);
   const std::vector<float> mean = values(rows, 0.1f, 5), rstd = values(rows, 0.5f, 6);
   Grads g{std::vector<float>(rows * cols), std::vector<float>(cols), std::vector<float>(cols)};
-  const bool was_enabled = cpu::use_avx512();  // FUSELAB_DISABLE_AVX512 holds for the tests after this one
-  cpu::set_avx512_enabled(avx512);
   cpu::HostContext ctx;
   const float* residual_grad = residual ? rg.data() : nullptr;
   if (layer_norm) {
@@ -44,7 +42,6 @@ Grads run_backward(bool layer_norm, bool residual, bool avx512) {
                            g.dx.data(), g.dw.data(), rows,        cols}
         .cpu(ctx);
   }
-  cpu::set_avx512_enabled(was_enabled);
   return g;
 }
 
@@ -52,15 +49,17 @@ void expect_close(const std::vector<float>& a, const std::vector<float>& b, cons
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-5f * (1 + std::abs(b[i]))) << what << " at " << i;
 }
 
-TEST(NormKernels, Avx512AndBaselineBackwardRowsAgree) {
+TEST(NormKernels, EveryInstructionSetsBackwardRowsAgree) {
   for (bool layer_norm : {false, true}) {
     for (bool residual : {false, true}) {
       const std::string what = std::string(layer_norm ? "LayerNorm" : "RMSNorm") + (residual ? " with the residual's grad" : "");
-      const Grads fast = run_backward(layer_norm, residual, true);
-      const Grads plain = run_backward(layer_norm, residual, false);
-      expect_close(fast.dx, plain.dx, what + " dx");
-      expect_close(fast.dw, plain.dw, what + " dw");
-      if (layer_norm) expect_close(fast.db, plain.db, what + " db");
+      const Grads plain = testing::with_isa(testing::kIsaCopies[0], [&] { return run_backward(layer_norm, residual); });
+      for (const testing::IsaCopy& copy : testing::kIsaCopies) {
+        const Grads fast = testing::with_isa(copy, [&] { return run_backward(layer_norm, residual); });
+        expect_close(fast.dx, plain.dx, what + " dx, " + copy.name);
+        expect_close(fast.dw, plain.dw, what + " dw, " + copy.name);
+        if (layer_norm) expect_close(fast.db, plain.db, what + " db, " + copy.name);
+      }
     }
   }
 }

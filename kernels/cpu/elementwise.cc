@@ -53,10 +53,14 @@ template <bool kSquares, class T>
   return sum;
 }
 
-// span_sum compiled for baseline x86-64 and for AVX-512 (isa.h): in double, at 2 terms an SSE
+// span_sum compiled for baseline x86-64, AVX2 and AVX-512 (isa.h): in double, at 2 terms an SSE
 // instruction, the loss's sum ran at half the memory's pace.
 template <bool kSquares, class T>
 double baseline_span_sum(const T* x, int64_t begin, int64_t end) {
+  return span_sum<kSquares>(x, begin, end);
+}
+template <bool kSquares, class T>
+FUSELAB_TARGET_AVX2 double avx2_span_sum(const T* x, int64_t begin, int64_t end) {
   return span_sum<kSquares>(x, begin, end);
 }
 template <bool kSquares, class T>
@@ -69,13 +73,12 @@ FUSELAB_TARGET_AVX512 double avx512_span_sum(const T* x, int64_t begin, int64_t 
 template <bool kSquares, class T>
 double block_sum(const T* x, int64_t n) {
   constexpr int64_t kBlock = 4096;
-  const bool avx512 = use_avx512();
+  const auto sum = pick_isa(&avx512_span_sum<kSquares, T>, &avx2_span_sum<kSquares, T>, &baseline_span_sum<kSquares, T>);
   double total = 0;
   parallel_partial_sums<double>((n + kBlock - 1) / kBlock, 1, n > kParallelGrain, &total, false,
                                 [&](int64_t block, double* partial) {
                                   const int64_t begin = block * kBlock, end = std::min(n, begin + kBlock);
-                                  partial[0] += avx512 ? avx512_span_sum<kSquares>(x, begin, end)
-                                                       : baseline_span_sum<kSquares>(x, begin, end);
+                                  partial[0] += sum(x, begin, end);
                                 });
   return total;
 }

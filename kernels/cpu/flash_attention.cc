@@ -109,9 +109,13 @@ template <class C>
   for (int64_t jj = 0; jj < cols; ++jj) ds[jj] = s[jj] * (ds[jj] - big_d);
 }
 
-// Both rows compiled for baseline x86-64 and for AVX-512 (isa.h), one picked per kernel call.
+// Both rows compiled for baseline x86-64, AVX2 and AVX-512 (isa.h), one picked per kernel call.
 template <class C>
 std::pair<C, C> baseline_exponentiate_row(C* s, int64_t live, C m) {
+  return exponentiate_row(s, live, m);
+}
+template <class C>
+FUSELAB_TARGET_AVX2 std::pair<C, C> avx2_exponentiate_row(C* s, int64_t live, C m) {
   return exponentiate_row(s, live, m);
 }
 template <class C>
@@ -120,6 +124,10 @@ FUSELAB_TARGET_AVX512 std::pair<C, C> avx512_exponentiate_row(C* s, int64_t live
 }
 template <class C>
 void baseline_probabilities_row(C* s, C* ds, int64_t live, int64_t cols, C lse, C big_d) {
+  probabilities_row(s, ds, live, cols, lse, big_d);
+}
+template <class C>
+FUSELAB_TARGET_AVX2 void avx2_probabilities_row(C* s, C* ds, int64_t live, int64_t cols, C lse, C big_d) {
   probabilities_row(s, ds, live, cols, lse, big_d);
 }
 template <class C>
@@ -171,7 +179,8 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
   const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row(), c = s.width();
   const int64_t tiles = (t + kTile - 1) / kTile, jobs = s.batch * s.heads * tiles;
-  const bool avx512 = cpu::use_avx512();
+  const auto exponentiate = cpu::pick_isa(&avx512_exponentiate_row<C>, &avx2_exponentiate_row<C>,
+                                          &baseline_exponentiate_row<C>);
 #pragma omp parallel for schedule(dynamic) if (jobs > 1 && t * t * d > cpu::kParallelGrain)
   for (int64_t job = 0; job < jobs; ++job) {
     const int64_t b = job / (s.heads * tiles), h = job / tiles % s.heads;
@@ -189,8 +198,7 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
         C* pr = p.data() + r * cols;
         std::fill(pr + live, pr + cols, C(0));
         if (live == 0) continue;  // this row sees none of the tile's keys
-        const auto [m_new, sum] = avx512 ? avx512_exponentiate_row(pr, live, m[size_t(r)])
-                                         : baseline_exponentiate_row(pr, live, m[size_t(r)]);
+        const auto [m_new, sum] = exponentiate(pr, live, m[size_t(r)]);
         const C correction = exp_approx(m[size_t(r)] - m_new);
         apply_dropout(dropout, ((b * s.heads + h) * t + i) * t + j0, pr, live);
         l[size_t(r)] = l[size_t(r)] * correction + sum;
@@ -218,7 +226,8 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
   const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row(), c = s.width();
   const int64_t jobs = s.batch * s.kv_heads;
-  const bool avx512 = cpu::use_avx512();
+  const auto probabilities = cpu::pick_isa(&avx512_probabilities_row<C>, &avx2_probabilities_row<C>,
+                                           &baseline_probabilities_row<C>);
 #pragma omp parallel for schedule(dynamic) if (jobs > 1 && t * t * d > cpu::kParallelGrain)
   for (int64_t job = 0; job < jobs; ++job) {
     const int64_t b = job / s.kv_heads, first_head = job % s.kv_heads * s.group();
@@ -252,11 +261,7 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
             C* pr = p.data() + r * cols;    // s, then p, then p z (the dropped probabilities)
             C* dsr = dp.data() + r * cols;  // dy v^T, then ds
             C* ds_now = dropout.p == 0 ? dsr : nullptr;  // with dropout, ds needs z: below
-            if (avx512) {
-              avx512_probabilities_row(pr, ds_now, live, cols, lse_i, d_i);
-            } else {
-              baseline_probabilities_row(pr, ds_now, live, cols, lse_i, d_i);
-            }
+            probabilities(pr, ds_now, live, cols, lse_i, d_i);
             if (dropout.p > 0) {
               const int64_t flat = ((b * s.heads + h) * t + i) * t + j0;
               for (int64_t jj = 0; jj < cols; ++jj) {

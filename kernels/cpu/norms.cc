@@ -110,11 +110,15 @@ template <class T>
   }
 }
 
-// The rows compiled for baseline x86-64 and for AVX-512 (isa.h), one picked per call: at 4 floats
+// The rows compiled for baseline x86-64, AVX2 and AVX-512 (isa.h), one picked per call: at 4 floats
 // an instruction the rows' reductions, not the memory, bounded the backward (about half the copy
 // bandwidth on one thread).
 template <class K, class C>
 void baseline_backward_row(const K& k, int64_t r, C* dw_partial, C* db_partial) {
+  backward_row(k, r, dw_partial, db_partial);
+}
+template <class K, class C>
+FUSELAB_TARGET_AVX2 void avx2_backward_row(const K& k, int64_t r, C* dw_partial, C* db_partial) {
   backward_row(k, r, dw_partial, db_partial);
 }
 template <class K, class C>
@@ -125,14 +129,9 @@ FUSELAB_TARGET_AVX512 void avx512_backward_row(const K& k, int64_t r, C* dw_part
 template <class T, class K>
 void backward_rows(const K& k, T* dw, T* db) {
   using C = compute_t<T>;
-  const bool avx512 = use_avx512();
-  rows_with_param_grads<T>(k.rows, k.cols, dw, db, [&](int64_t r, C* dw_partial, C* db_partial) {
-    if (avx512) {
-      avx512_backward_row(k, r, dw_partial, db_partial);
-    } else {
-      baseline_backward_row(k, r, dw_partial, db_partial);
-    }
-  });
+  const auto row = pick_isa(&avx512_backward_row<K, C>, &avx2_backward_row<K, C>, &baseline_backward_row<K, C>);
+  rows_with_param_grads<T>(k.rows, k.cols, dw, db,
+                           [&](int64_t r, C* dw_partial, C* db_partial) { row(k, r, dw_partial, db_partial); });
 }
 
 }  // namespace
