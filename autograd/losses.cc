@@ -43,7 +43,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, int64_t ignore_
   math::check_cross_entropy_inputs("cross_entropy", logits.shape(), logits.dtype(), logits.device(), labels,
                                   ignore_index);
   const math::CrossEntropyRows rows = math::CrossEntropyRows::empty(logits.size(0), logits.dtype(), logits.device());
-  math::cross_entropy_rows(logits, labels, ignore_index, rows);
+  math::cross_entropy_rows("cross_entropy", logits, labels, ignore_index, rows);
   const math::CrossEntropyMean mean = math::cross_entropy_mean(rows);
   return record("cross_entropy", {logits, labels}, mean.loss,
                 [logits, labels, lse = rows.lse, counted = mean.counted, ignore_index](const auto& grads, const auto&) {

@@ -35,11 +35,11 @@ CrossEntropyRows CrossEntropyRows::slice(int64_t start, int64_t end) const {
   return {lse.slice(start, end), loss.slice(start, end), counted.slice(start, end)};
 }
 
-void cross_entropy_rows(const Tensor& logits, const Tensor& labels, int64_t ignore_index,
+void cross_entropy_rows(const char* op, const Tensor& logits, const Tensor& labels, int64_t ignore_index,
                         const CrossEntropyRows& into) {
   const int64_t rows = logits.size(0), cols = logits.size(1);
-  kernels::IndexFault* fault = index_fault_record(logits.device());
-  launch_floating("cross_entropy", logits, [&](auto zero) {
+  kernels::IndexFault* fault = index_fault_record(logits.device(), op);
+  launch_floating(op, logits, [&](auto zero) {
     using T = decltype(zero);
     return kernels::CrossEntropyForward<T>{logits.ptr<T>(),   labels.ptr<int64_t>(),   into.lse.ptr<T>(),
                                            into.loss.ptr<T>(), into.counted.ptr<T>(), rows,
@@ -47,10 +47,10 @@ void cross_entropy_rows(const Tensor& logits, const Tensor& labels, int64_t igno
   });
 }
 
-void cross_entropy_rows_and_grad(const Tensor& logits, const Tensor& labels, int64_t ignore_index,
+void cross_entropy_rows_and_grad(const char* op, const Tensor& logits, const Tensor& labels, int64_t ignore_index,
                                  const CrossEntropyRows& into) {
-  kernels::IndexFault* fault = index_fault_record(logits.device());
-  launch_floating("cross_entropy", logits, [&](auto zero) {
+  kernels::IndexFault* fault = index_fault_record(logits.device(), op);
+  launch_floating(op, logits, [&](auto zero) {
     using T = decltype(zero);
     return kernels::CrossEntropyForwardGrad<T>{logits.ptr<T>(),    labels.ptr<int64_t>(),  into.lse.ptr<T>(),
                                                into.loss.ptr<T>(), into.counted.ptr<T>(), logits.size(0),

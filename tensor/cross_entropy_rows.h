@@ -27,14 +27,15 @@ struct CrossEntropyRows {
   CrossEntropyRows slice(int64_t start, int64_t end) const;  // rows [start, end), views
 };
 
-// Fills `into` (of logits' rows) from checked logits [rows, V] and labels [rows].
-void cross_entropy_rows(const Tensor& logits, const Tensor& labels, int64_t ignore_index,
+// Fills `into` (of logits' rows) from checked logits [rows, V] and labels [rows]; `op` names the
+// caller in the error a label out of range on a GPU gives.
+void cross_entropy_rows(const char* op, const Tensor& logits, const Tensor& labels, int64_t ignore_index,
                         const CrossEntropyRows& into);
 
 // cross_entropy_rows, and in the same pass over each row `logits` overwritten with
 // softmax(logits) - onehot(label), 0 on ignored rows: the logits' grad before dloss / counted, for
 // a caller whose loss ends the graph (kernels/softmax.h, CrossEntropyForwardGrad).
-void cross_entropy_rows_and_grad(const Tensor& logits, const Tensor& labels, int64_t ignore_index,
+void cross_entropy_rows_and_grad(const char* op, const Tensor& logits, const Tensor& labels, int64_t ignore_index,
                                  const CrossEntropyRows& into);
 
 // The loss, sum loss / sum counted, and the count, both scalars on the device. Over no counted row

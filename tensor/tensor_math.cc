@@ -12,8 +12,8 @@ namespace fuselab::math {
 
 
 
-kernels::IndexFault* index_fault_record(Device device) {
-  return device.is_cuda() ? kernels::cuda::index_fault_record(device.index) : nullptr;
+kernels::IndexFault* index_fault_record(Device device, const char* op) {
+  return device.is_cuda() ? kernels::cuda::index_fault_record(device.index, op) : nullptr;
 }
 
 int64_t rows_of(const Tensor& x) {
@@ -189,7 +189,7 @@ Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {
   Shape out_shape = ids.shape();
   out_shape.push_back(dim);
   Tensor out = empty(out_shape, table.dtype(), table.device());
-  kernels::IndexFault* fault = index_fault_record(table.device());
+  kernels::IndexFault* fault = index_fault_record(table.device(), op);
   launch_floating(op, table, [&](auto zero) {
     using T = decltype(zero);
     return kernels::EmbeddingForward<T>{table.ptr<T>(), ids.ptr<int64_t>(), out.ptr<T>(), ids.numel(), vocab, dim,

@@ -48,9 +48,10 @@ void matmul_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b
 Tensor embedding(const char* op, const Tensor& table, const Tensor& ids);
 Tensor embedding_backward(const Tensor& dout, const Tensor& ids, const Shape& table_shape);
 
-// Where CUDA kernels on `device` record an index out of range (kernels/index_fault.h); null on the
-// CPU, whose callers check indices before the kernel runs.
-kernels::IndexFault* index_fault_record(Device device);
+// Where the CUDA kernels `op` launches on `device` record an index out of range
+// (kernels/index_fault.h), so that the error names `op`; null on the CPU, whose callers check
+// indices before the kernel runs.
+kernels::IndexFault* index_fault_record(Device device, const char* op);
 
 // Rows of a 2-D-or-more tensor: all dims but the last, flattened.
 int64_t rows_of(const Tensor& x);

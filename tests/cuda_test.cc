@@ -21,6 +21,7 @@
 #include "ops/basic/bias.h"
 #include "ops/basic/channel_bias.h"
 #include "ops/basic/conv2d.h"
+#include "ops/basic/embedding.h"
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
@@ -533,8 +534,19 @@ TEST_F(Cuda, IdsAndLabelsOutOfRangeAreReportedAtTheNextRead) {
   const Tensor bad_ids = from_vector<int64_t>({0, 4, 7, 1}, {4}).to(kGpu);
   const Tensor looked_up = embedding(table, bad_ids);  // queued: no wait, no error yet
   testing::expect_error([&] { looked_up.to(Device::cpu()); },
-                        {"Embedding: id 7 at position 2 of the ids out of range for a table of 5 rows", "cuda:0"});
+                        {"embedding: id 7 at position 2 of the ids out of range for a table of 5 rows", "cuda:0"});
   EXPECT_EQ(embedding(table, from_vector<int64_t>({4, 0}, {2}).to(kGpu)).to(Device::cpu()).shape(), (Shape{2, 3}));
+
+  // Each op's kernels record in their own record: the error names the op instance that found the
+  // id, however many other lookups were queued after it.
+  auto tokens = std::make_shared<Embedding>(5, 3);
+  tokens->set_name("tokens");
+  tokens->to(kGpu);
+  Sequential model({tokens});
+  const Tensor y = model(bad_ids);
+  const Tensor other = embedding(table, from_vector<int64_t>({4, 0}, {2}).to(kGpu));
+  testing::expect_error([&] { y.to(Device::cpu()); }, {"Embedding(tokens): id 7 at position 2", "cuda:0"});
+  EXPECT_EQ(other.to(Device::cpu()).shape(), (Shape{2, 3}));  // the records were cleared
 
   Tensor logits = random({3, 4}, DType::Float32, 2).to(kGpu);
   logits.set_requires_grad(true);

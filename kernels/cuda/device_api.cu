@@ -11,54 +11,59 @@
 namespace fuselab::kernels::cuda {
 namespace {
 
-// Each device's record, host and device addresses of the same pinned memory, made when a kernel
-// first needs it; never freed.
+// The records of each device by op name, host and device addresses of the same pinned memory, made
+// when an op's kernel first needs one; never freed.
 struct MappedFault {
   IndexFault* host;
   IndexFault* device;
 };
 
 std::mutex faults_mutex;
-std::map<int, MappedFault>& mapped_faults() {
-  static auto* records = new std::map<int, MappedFault>;
+std::map<int, std::map<std::string, MappedFault>>& mapped_faults() {
+  static auto* records = new std::map<int, std::map<std::string, MappedFault>>;
   return *records;
 }
 
-MappedFault& mapped_fault(int device) {
+MappedFault& mapped_fault(int device, const std::string& op) {
   std::lock_guard<std::mutex> lock(faults_mutex);
-  auto found = mapped_faults().find(device);
-  if (found != mapped_faults().end()) return found->second;
+  std::map<std::string, MappedFault>& records = mapped_faults()[device];
+  auto found = records.find(op);
+  if (found != records.end()) return found->second;
   use_device(device);
   void *host = nullptr, *mapped = nullptr;
   check_cuda(cudaHostAlloc(&host, sizeof(IndexFault), cudaHostAllocMapped), "cudaHostAlloc(index fault)");
   check_cuda(cudaHostGetDevicePointer(&mapped, host, 0), "cudaHostGetDevicePointer(index fault)");
   *static_cast<IndexFault*>(host) = IndexFault{IndexFault::kNone, 0, 0, 0};
   const MappedFault record{static_cast<IndexFault*>(host), static_cast<IndexFault*>(mapped)};
-  return mapped_faults().emplace(device, record).first->second;
+  return records.emplace(op, record).first->second;
 }
 
-// Throws the fault a kernel recorded on `device`, if any, and clears it; the device has finished
-// its kernels. A device whose kernels never took a record has none to read.
+// Throws a fault a kernel recorded on `device`, if any (the first op's by name when several did),
+// naming the op that found it, and clears every record; the device has finished its kernels.
 void throw_recorded_fault(int device) {
-  IndexFault* record = nullptr;
+  std::string op;
+  IndexFault found{IndexFault::kNone, 0, 0, 0};
   {
     std::lock_guard<std::mutex> lock(faults_mutex);
-    auto found = mapped_faults().find(device);
-    if (found != mapped_faults().end()) record = found->second.host;
+    for (auto& [name, record] : mapped_faults()[device]) {
+      if (record.host->kind == IndexFault::kNone) continue;
+      if (found.kind == IndexFault::kNone) {
+        op = name;
+        found = *record.host;
+      }
+      *record.host = IndexFault{IndexFault::kNone, 0, 0, 0};
+    }
   }
-  if (record == nullptr || record->kind == IndexFault::kNone) return;
-  const IndexFault found = *record;
-  *record = IndexFault{IndexFault::kNone, 0, 0, 0};
+  if (found.kind == IndexFault::kNone) return;
   const std::string where = " (found on cuda:" + std::to_string(device) +
                             " by a kernel queued earlier; reported at the next read from the device)";
   if (found.kind == IndexFault::kEmbeddingId) {
-    throw std::out_of_range("Embedding: id " + std::to_string(found.value) + " at position " +
+    throw std::out_of_range(op + ": id " + std::to_string(found.value) + " at position " +
                             std::to_string(found.row) + " of the ids out of range for a table of " +
                             std::to_string(found.limit) + " rows" + where);
   }
-  throw std::out_of_range("cross_entropy: label " + std::to_string(found.value) + " in row " +
-                          std::to_string(found.row) + " out of range for " + std::to_string(found.limit) +
-                          " classes" + where);
+  throw std::out_of_range(op + ": label " + std::to_string(found.value) + " in row " + std::to_string(found.row) +
+                          " out of range for " + std::to_string(found.limit) + " classes" + where);
 }
 
 }  // namespace
@@ -108,7 +113,7 @@ void synchronize(int device) {
   throw_recorded_fault(device);
 }
 
-IndexFault* index_fault_record(int device) { return mapped_fault(device).device; }
+IndexFault* index_fault_record(int device, const std::string& op) { return mapped_fault(device, op).device; }
 
 void fill_bytes(void* ptr, unsigned char value, size_t bytes, int device) {
   use_device(device);

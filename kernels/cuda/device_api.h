@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <string>
+
 #include "kernels/index_fault.h"
 
 namespace fuselab::kernels::cuda {
@@ -22,9 +24,11 @@ void copy_device_to_host(void* dst, const void* src, size_t bytes, int device);
 void copy_device_to_device(void* dst, const void* src, size_t bytes, int device);
 // Waits for every kernel queued on `device`.
 void synchronize(int device);
-// The device's index-fault record (kernels/index_fault.h), as the device addresses it. The copies
-// to the host and synchronize() throw a recorded fault, and clear it, once they have waited.
-IndexFault* index_fault_record(int device);
+// The index-fault record (kernels/index_fault.h) of the kernels that `op` launches on the device
+// ("Embedding(tokens)"), as the device addresses it: one record per op name, so a fault names the
+// op instance that found it. The copies to the host and synchronize() throw a recorded fault, and
+// clear it, once they have waited.
+IndexFault* index_fault_record(int device, const std::string& op);
 void fill_bytes(void* ptr, unsigned char value, size_t bytes, int device);  // cudaMemset
 
 }  // namespace fuselab::kernels::cuda

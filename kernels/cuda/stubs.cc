@@ -37,7 +37,7 @@ void copy_host_to_device(void*, const void*, size_t, int) { unavailable("cudaMem
 void copy_device_to_host(void*, const void*, size_t, int) { unavailable("cudaMemcpy"); }
 void copy_device_to_device(void*, const void*, size_t, int) { unavailable("cudaMemcpy"); }
 void synchronize(int) { unavailable("cudaDeviceSynchronize"); }
-IndexFault* index_fault_record(int) { unavailable("cudaHostAlloc"); }
+IndexFault* index_fault_record(int, const std::string&) { unavailable("cudaHostAlloc"); }
 void fill_bytes(void*, unsigned char, size_t, int) { unavailable("cudaMemset"); }
 
 template <class From, class To>

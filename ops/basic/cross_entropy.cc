@@ -23,7 +23,7 @@ OpForward CrossEntropy::op_forward(OpContext& ctx, const Tensor& logits, const s
   const Tensor x = logits.view({-1, logits.size(-1)});
   const Tensor labels = checked_labels(extra.at(0), logits.shape(), logits.dtype(), logits.device());
   const math::CrossEntropyRows rows = math::CrossEntropyRows::empty(x.size(0), x.dtype(), x.device());
-  math::cross_entropy_rows(x, labels, ignore_index_, rows);
+  math::cross_entropy_rows(describe().c_str(), x, labels, ignore_index_, rows);
   const math::CrossEntropyMean mean = math::cross_entropy_mean(rows);
   if (ctx.requires_backward()) ctx.save<CrossEntropySaved>() = {x, labels, rows.lse, mean.counted, logits.shape()};
   return {mean.loss, {}};

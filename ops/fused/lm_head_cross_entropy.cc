@@ -77,6 +77,7 @@ FusedForward LMHeadCrossEntropy::fuser_forward(const std::vector<OpContext*>& ct
   Tensor gx = wants_dx ? empty(rows.shape(), x.dtype(), x.device()) : Tensor();
   Tensor gw = wants_dw ? empty(weight.shape(), x.dtype(), x.device()) : Tensor();
   Tensor gb = wants_db ? zeros({linear.out_features()}, x.dtype(), x.device()) : Tensor();
+  const std::string who = describe();
   for (int64_t start = 0; start < n; start += chunk) {
     const int64_t end = std::min(n, start + chunk);
     const Tensor z = logits.slice(0, end - start), x_chunk = rows.slice(start, end);
@@ -85,10 +86,10 @@ FusedForward LMHeadCrossEntropy::fuser_forward(const std::vector<OpContext*>& ct
     gemm_into(z, x_chunk, false, weight, true, false);
     if (bias()) add_bias_rows(z, bias()->bias());
     if (!wants_dx && !wants_dw && !wants_db) {
-      math::cross_entropy_rows(z, labels_chunk, loss.ignore_index(), terms_chunk);
+      math::cross_entropy_rows(who.c_str(), z, labels_chunk, loss.ignore_index(), terms_chunk);
       continue;
     }
-    math::cross_entropy_rows_and_grad(z, labels_chunk, loss.ignore_index(), terms_chunk);  // z becomes g
+    math::cross_entropy_rows_and_grad(who.c_str(), z, labels_chunk, loss.ignore_index(), terms_chunk);  // z becomes g
     if (wants_dx) gemm_into(gx.slice(start, end), z, false, weight, false, false);
     if (wants_dw) gemm_into(gw, z, true, x_chunk, false, /*accumulate=*/start > 0);
     if (wants_db) math::add_(gb, math::sum_to(z, math::Broadcast::Row, gb.shape()));
