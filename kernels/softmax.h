@@ -44,13 +44,15 @@ struct SoftmaxBackward {
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
+// The per-row results and the scalars are in compute_t<T>: float32 for bfloat16 logits, whose
+// losses summed in bfloat16 would keep three digits.
 template <class T>
 struct CrossEntropyForward {
   const T* x;
-  const int64_t* labels;  // [rows]
-  T* lse;                 // [rows], for the backward
-  T* row_loss;            // [rows]
-  T* row_counted;         // [rows]: 1 where the row counts toward the mean, else 0
+  const int64_t* labels;         // [rows]
+  compute_t<T>* lse;             // [rows], for the backward
+  compute_t<T>* row_loss;        // [rows]
+  compute_t<T>* row_counted;     // [rows]: 1 where the row counts toward the mean, else 0
   int64_t rows, cols, ignore_index;
   IndexFault* fault;  // CUDA only
   FUSELAB_KERNEL_ENTRY_POINTS;
@@ -60,9 +62,9 @@ template <class T>
 struct CrossEntropyForwardGrad {
   T* x;  // [rows, cols]: the logits in, softmax - onehot out (0 on rows that do not count)
   const int64_t* labels;
-  T* lse;
-  T* row_loss;
-  T* row_counted;
+  compute_t<T>* lse;
+  compute_t<T>* row_loss;
+  compute_t<T>* row_counted;
   int64_t rows, cols, ignore_index;
   IndexFault* fault;  // CUDA only
   FUSELAB_KERNEL_ENTRY_POINTS;
@@ -72,9 +74,9 @@ template <class T>
 struct CrossEntropyBackward {
   const T* x;
   const int64_t* labels;
-  const T* lse;
-  const T* dloss;    // the loss's grad: one element, read on the kernel's device
-  const T* counted;  // the number of counted rows: one element, on the kernel's device
+  const compute_t<T>* lse;
+  const compute_t<T>* dloss;    // the loss's grad: one element, read on the kernel's device
+  const compute_t<T>* counted;  // the number of counted rows: one element, on the kernel's device
   T* dx;
   int64_t rows, cols, ignore_index;
   FUSELAB_KERNEL_ENTRY_POINTS;
@@ -83,8 +85,8 @@ struct CrossEntropyBackward {
 #define FUSELAB_SOFTMAX_KERNELS(X)                  \
   X(SoftmaxForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)  \
   X(SoftmaxBackward, FUSELAB_FLOAT_DOUBLE_BFLOAT16) \
-  X(CrossEntropyForward, FUSELAB_FLOAT_DOUBLE)      \
-  X(CrossEntropyForwardGrad, FUSELAB_FLOAT_DOUBLE)  \
-  X(CrossEntropyBackward, FUSELAB_FLOAT_DOUBLE)
+  X(CrossEntropyForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)     \
+  X(CrossEntropyForwardGrad, FUSELAB_FLOAT_DOUBLE_BFLOAT16) \
+  X(CrossEntropyBackward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)
 
 }  // namespace fuselab::kernels

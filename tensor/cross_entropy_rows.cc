@@ -9,8 +9,8 @@ namespace fuselab::math {
 
 void check_cross_entropy_inputs(const std::string& op, const Shape& logits_shape, DType dtype, Device device,
                                 const Tensor& labels, int64_t ignore_index) {
-  check(dtype == DType::Float32 || dtype == DType::Float64, op, ": logits must be float32 or float64, got ", dtype,
-        " of shape ", logits_shape);
+  check(is_floating(dtype), op, ": logits must be float32, float64 or bfloat16, got ", dtype, " of shape ",
+        logits_shape);
   check(labels.defined() && labels.dtype() == DType::Int64 && labels.device() == device, op,
         ": labels must be int64 on ", device, ", got ",
         labels.defined() ? dtype_name(labels.dtype()) + std::string(" on ") + labels.device().str() : "undefined");
@@ -26,7 +26,8 @@ void check_cross_entropy_inputs(const std::string& op, const Shape& logits_shape
   }
 }
 
-CrossEntropyRows CrossEntropyRows::empty(int64_t rows, DType dtype, Device device) {
+CrossEntropyRows CrossEntropyRows::empty(int64_t rows, DType logits_dtype, Device device) {
+  const DType dtype = compute_dtype(logits_dtype);
   return {fuselab::empty({rows}, dtype, device), fuselab::empty({rows, 1}, dtype, device),
           fuselab::empty({rows, 1}, dtype, device)};
 }
@@ -39,10 +40,11 @@ void cross_entropy_rows(const char* op, const Tensor& logits, const Tensor& labe
                         const CrossEntropyRows& into) {
   const int64_t rows = logits.size(0), cols = logits.size(1);
   kernels::IndexFault* fault = index_fault_record(logits.device(), op);
-  launch_floating(op, logits, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>(op, logits, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::CrossEntropyForward<T>{logits.ptr<T>(),   labels.ptr<int64_t>(),   into.lse.ptr<T>(),
-                                           into.loss.ptr<T>(), into.counted.ptr<T>(), rows,
+    using C = compute_t<T>;
+    return kernels::CrossEntropyForward<T>{logits.ptr<T>(),   labels.ptr<int64_t>(),   into.lse.ptr<C>(),
+                                           into.loss.ptr<C>(), into.counted.ptr<C>(), rows,
                                            cols,               ignore_index,          fault};
   });
 }
@@ -50,10 +52,11 @@ void cross_entropy_rows(const char* op, const Tensor& logits, const Tensor& labe
 void cross_entropy_rows_and_grad(const char* op, const Tensor& logits, const Tensor& labels, int64_t ignore_index,
                                  const CrossEntropyRows& into) {
   kernels::IndexFault* fault = index_fault_record(logits.device(), op);
-  launch_floating(op, logits, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>(op, logits, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::CrossEntropyForwardGrad<T>{logits.ptr<T>(),    labels.ptr<int64_t>(),  into.lse.ptr<T>(),
-                                               into.loss.ptr<T>(), into.counted.ptr<T>(), logits.size(0),
+    using C = compute_t<T>;
+    return kernels::CrossEntropyForwardGrad<T>{logits.ptr<T>(),    labels.ptr<int64_t>(),  into.lse.ptr<C>(),
+                                               into.loss.ptr<C>(), into.counted.ptr<C>(), logits.size(0),
                                                logits.size(1),     ignore_index,          fault};
   });
 }
@@ -65,10 +68,11 @@ CrossEntropyMean cross_entropy_mean(const CrossEntropyRows& rows) {
 
 void cross_entropy_rows_backward(const Tensor& logits, const Tensor& labels, const Tensor& lse, const Tensor& dloss,
                                  const Tensor& counted, int64_t ignore_index, const Tensor& dlogits) {
-  launch_floating("cross_entropy backward", logits, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>("cross_entropy backward", logits, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::CrossEntropyBackward<T>{logits.ptr<T>(),  labels.ptr<int64_t>(), lse.ptr<T>(),
-                                            dloss.ptr<T>(),   counted.ptr<T>(),      dlogits.ptr<T>(),
+    using C = compute_t<T>;
+    return kernels::CrossEntropyBackward<T>{logits.ptr<T>(),  labels.ptr<int64_t>(), lse.ptr<C>(),
+                                            dloss.ptr<C>(),   counted.ptr<C>(),      dlogits.ptr<T>(),
                                             logits.size(0),   logits.size(1),        ignore_index};
   });
 }

@@ -20,10 +20,11 @@ void check_cross_entropy_inputs(const std::string& op, const Shape& logits_shape
                                 const Tensor& labels, int64_t ignore_index);
 
 // The per-row terms: lse [rows], loss [rows, 1] (lse - x[label], 0 when ignored) and counted
-// [rows, 1] (1 where the row counts toward the mean, else 0).
+// [rows, 1] (1 where the row counts toward the mean, else 0), in the compute dtype of the logits
+// (float32 for bfloat16 logits: so are the mean loss and its grad).
 struct CrossEntropyRows {
   Tensor lse, loss, counted;
-  static CrossEntropyRows empty(int64_t rows, DType dtype, Device device);
+  static CrossEntropyRows empty(int64_t rows, DType logits_dtype, Device device);
   CrossEntropyRows slice(int64_t start, int64_t end) const;  // rows [start, end), views
 };
 

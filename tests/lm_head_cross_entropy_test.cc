@@ -63,6 +63,32 @@ TEST(LMHeadCrossEntropy, MatchesUnfusedOverChunksWithIgnoredRows) {
   }
 }
 
+// bfloat16: the fused op runs widened to float32 and the unfused CrossEntropy in float32 over the
+// bfloat16 logits, so both follow the float32 run on the same rounded inputs, loosely; the loss is
+// float32 (its sums would keep three digits in bfloat16), the grads bfloat16.
+TEST(LMHeadCrossEntropy, BFloat16FollowsFloat32) {
+  for (bool with_bias : {false, true}) {
+    SCOPED_TRACE(with_bias ? "with a bias" : "without a bias");
+    Head reference(with_bias), fused(with_bias), unfused(with_bias);
+    reference.seq.to(DType::Float32).set_fusion_switches(false);
+    fused.seq.to(DType::BFloat16);
+    unfused.seq.to(DType::BFloat16).set_fusion_switches(false);
+    for (Head* head : {&fused, &unfused}) {
+      for (size_t i = 0; i < head->seq.parameters().size(); ++i) {
+        reference.seq.parameters()[i].set_data(head->seq.parameters()[i].to(DType::Float32).detach());
+      }
+    }
+    ASSERT_NE(fused.seq.describe().find("LMHeadCrossEntropy"), std::string::npos) << fused.seq.describe();
+    const Tensor x = random_tensor({2, 35, kWidth}, DType::BFloat16, 2);
+    const RunResult expected = run_with_backward(reference.seq, x.to(DType::Float32), {labels_for(2, 35)});
+    for (Head* head : {&fused, &unfused}) {
+      const RunResult got = run_with_backward(head->seq, x, {labels_for(2, 35)});
+      EXPECT_EQ(got.outputs[0].dtype(), DType::Float32);
+      testing::expect_runs_match(got, expected, 3e-2, 3e-2);
+    }
+  }
+}
+
 TEST(LMHeadCrossEntropy, MatchesUnfusedWithTheWeightTiedToTheTokenEmbedding) {
   auto tokens = std::make_shared<Embedding>(kVocab, kWidth);
   auto linear = std::make_shared<Linear>(kWidth, kVocab);

@@ -41,6 +41,11 @@ OpCase& OpCase::bfloat16() {
   return *this;
 }
 
+OpCase& OpCase::compute_dtype_outputs() {
+  outputs_in_compute_dtype = true;
+  return *this;
+}
+
 OpCase& OpCase::float32_within(double tolerance) {
   float32_tolerance = tolerance;
   return *this;

@@ -41,6 +41,7 @@ struct OpCase {
   std::vector<InputSpec> inputs;
   CaseFunction run;
   bool takes_bfloat16 = false;
+  bool outputs_in_compute_dtype = false;  // a loss: float32 outputs in a bfloat16 run (its grads are bfloat16)
   double float32_tolerance = 1e-5;   // relative to 1 + |float64 result|, elementwise
   double bfloat16_tolerance = 3e-2;  // relative to 1 + the largest |float32 result| of the tensor
   double finite_difference_step = 1e-6;
@@ -50,6 +51,7 @@ struct OpCase {
   OpCase& ids(Shape shape, int64_t limit);
   OpCase& labels(Shape shape, int64_t classes);  // ids, with every fifth ignored
   OpCase& bfloat16();
+  OpCase& compute_dtype_outputs();
   OpCase& float32_within(double tolerance);
   OpCase& bfloat16_within(double tolerance);
   OpCase& finite_differences(double step, double tolerance);

@@ -197,16 +197,16 @@ void reduction_cases(const Add& add) {
 
 void loss_and_lookup_cases(const Add& add) {
   const auto cross_entropy_of = [](const Inputs& x) { return Outputs{cross_entropy(x[0], x[1])}; };
-  add(op("cross_entropy").input({4, 3}, -2, 2).labels({4}, 3).runs(cross_entropy_of));
+  add(op("cross_entropy").input({4, 3}, -2, 2).labels({4}, 3).bfloat16().compute_dtype_outputs().runs(cross_entropy_of));
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {37, 29}, {300, 1000}}) {
-    add(op("cross_entropy").input({rows, cols}, -3, 3).labels({rows}, cols).runs(cross_entropy_of));
+    add(op("cross_entropy").input({rows, cols}, -3, 3).labels({rows}, cols).bfloat16().compute_dtype_outputs().runs(cross_entropy_of));
   }
   // The op over logits [..., V]: rows of one class, leading dims that flatten, and many rows of a
   // wide vocabulary (every fifth label ignored, as in the function's cases).
-  add(op("CrossEntropy").input({4, 3}, -2, 2).labels({4}, 3).runs(basic<CrossEntropy>()));
-  add(op("CrossEntropy").input({2, 3, 5}, -3, 3).labels({2, 3}, 5).runs(basic<CrossEntropy>()));
-  add(op("CrossEntropy").input({1, 1}).labels({1}, 1).named("one_class").runs(basic<CrossEntropy>()));
-  add(op("CrossEntropy").input({3, 100, 257}, -3, 3).labels({3, 100}, 257).runs(basic<CrossEntropy>()));
+  add(op("CrossEntropy").input({4, 3}, -2, 2).labels({4}, 3).bfloat16().compute_dtype_outputs().runs(basic<CrossEntropy>()));
+  add(op("CrossEntropy").input({2, 3, 5}, -3, 3).labels({2, 3}, 5).bfloat16().compute_dtype_outputs().runs(basic<CrossEntropy>()));
+  add(op("CrossEntropy").input({1, 1}).labels({1}, 1).named("one_class").bfloat16().compute_dtype_outputs().runs(basic<CrossEntropy>()));
+  add(op("CrossEntropy").input({3, 100, 257}, -3, 3).labels({3, 100}, 257).bfloat16().compute_dtype_outputs().runs(basic<CrossEntropy>()));
   for (const Shape& s : {Shape{2, 3}, Shape{1, 1}, Shape{33, 65}, Shape{3, 100, 7}, Shape{2, 1000, 300}}) {
     add(op("mse").input(s).input(s).bfloat16().runs(binary(mse)));
   }

@@ -123,7 +123,9 @@ CaseRun run_case(const OpCase& c, const Inputs& inputs, DType dtype, Device devi
     const Tensor& t = run.tensors[i];
     EXPECT_TRUE(t.defined()) << c.name() << ": " << run.labels[i] << " is missing";
     if (!t.defined()) continue;
-    EXPECT_EQ(t.dtype(), dtype) << c.name() << ": " << run.labels[i];
+    const bool output = i < outputs.size();
+    EXPECT_EQ(t.dtype(), output && c.outputs_in_compute_dtype ? compute_dtype(dtype) : dtype)
+        << c.name() << ": " << run.labels[i];
     EXPECT_EQ(t.device(), device) << c.name() << ": " << run.labels[i];
   }
   return run;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/threading.h"
 
@@ -65,41 +67,50 @@ void SoftmaxBackward<T>::cpu(KernelContext&) const {
 
 template <class T>
 void CrossEntropyForward<T>::cpu(KernelContext&) const {
+  using C = compute_t<T>;
 #pragma omp parallel for if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const bool counted = labels[r] != ignore_index;  // the caller checked the others are in range
     lse[r] = log_sum_exp(x + r * cols, cols);
-    row_loss[r] = counted ? lse[r] - x[r * cols + labels[r]] : T(0);
-    row_counted[r] = counted ? T(1) : T(0);
+    row_loss[r] = counted ? lse[r] - C(x[r * cols + labels[r]]) : C(0);
+    row_counted[r] = counted ? C(1) : C(0);
   }
 }
 
-// As log_sum_exp, but each e^(x_j - m) is kept in the row, so the softmax is e / sum with no
-// second exponential.
+// As log_sum_exp, but each e^(x_j - m) is kept, so the softmax is e / sum with no second
+// exponential: in the row itself, or for bfloat16 rows in a float32 row of the thread's own.
 template <class T>
 void CrossEntropyForwardGrad<T>::cpu(KernelContext&) const {
-#pragma omp parallel for if (rows * cols > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
-    T* xr = x + r * cols;
-    const bool counted = labels[r] != ignore_index;  // the caller checked the others are in range
-    const T picked = counted ? xr[labels[r]] : T(0);
-    T m = xr[0];
-    for (int64_t j = 1; j < cols; ++j) m = std::max(m, xr[j]);
-    T total = 0;
-    for (int64_t j = 0; j < cols; ++j) total += xr[j] = std::exp(xr[j] - m);
-    lse[r] = m + std::log(total);
-    row_loss[r] = counted ? lse[r] - picked : T(0);
-    row_counted[r] = counted ? T(1) : T(0);
-    const T inverse = counted ? T(1) / total : T(0);
+  using C = compute_t<T>;
+#pragma omp parallel if (rows * cols > kParallelGrain)
+  {
+    std::vector<C> widened(std::is_same_v<T, C> ? 0 : size_t(cols));
+#pragma omp for
+    for (int64_t r = 0; r < rows; ++r) {
+      T* xr = x + r * cols;
+      C* e = widened.empty() ? reinterpret_cast<C*>(xr) : widened.data();
+      const bool counted = labels[r] != ignore_index;  // the caller checked the others are in range
+      const C picked = counted ? C(xr[labels[r]]) : C(0);
+      C m = C(xr[0]);
+      for (int64_t j = 1; j < cols; ++j) m = std::max(m, C(xr[j]));
+      C total = 0;
+      for (int64_t j = 0; j < cols; ++j) total += e[j] = std::exp(C(xr[j]) - m);
+      lse[r] = m + std::log(total);
+      row_loss[r] = counted ? lse[r] - picked : C(0);
+      row_counted[r] = counted ? C(1) : C(0);
+      const C inverse = counted ? C(1) / total : C(0);
+      const C picked_p = counted ? e[labels[r]] * inverse : C(0);
 #pragma omp simd
-    for (int64_t j = 0; j < cols; ++j) xr[j] *= inverse;
-    if (counted) xr[labels[r]] -= T(1);
+      for (int64_t j = 0; j < cols; ++j) xr[j] = T(e[j] * inverse);
+      if (counted) xr[labels[r]] = T(picked_p - C(1));
+    }
   }
 }
 
 template <class T>
 void CrossEntropyBackward<T>::cpu(KernelContext&) const {
-  const T grad_scale = *dloss / *counted;
+  using C = compute_t<T>;
+  const C grad_scale = *dloss / *counted;
 #pragma omp parallel for if (rows * cols > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     T* dxr = dx + r * cols;
@@ -107,8 +118,11 @@ void CrossEntropyBackward<T>::cpu(KernelContext&) const {
       std::fill(dxr, dxr + cols, T(0));
       continue;
     }
-    for (int64_t j = 0; j < cols; ++j) dxr[j] = std::exp(x[r * cols + j] - lse[r]) * grad_scale;
-    dxr[labels[r]] -= grad_scale;
+    const T* xr = x + r * cols;
+    for (int64_t j = 0; j < cols; ++j) {
+      const C scaled_p = std::exp(C(xr[j]) - lse[r]) * grad_scale;
+      dxr[j] = T(j == labels[r] ? scaled_p - grad_scale : scaled_p);
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 // The CUDA bodies of kernels/softmax.h: one block per row.
 #include <cfloat>
+#include <type_traits>
 
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -50,60 +51,65 @@ __global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, int64_t 
   }
 }
 
-template <class T>
-__global__ void cross_entropy_forward_kernel(const T* x, const int64_t* labels, T* lse, T* row_loss, T* row_counted,
+template <class T, class C = compute_t<T>>
+__global__ void cross_entropy_forward_kernel(const T* x, const int64_t* labels, C* lse, C* row_loss, C* row_counted,
                                              int64_t cols, int64_t ignore_index, IndexFault* fault) {
-  __shared__ T shared[32];
+  __shared__ C shared[32];
   const T* xr = x + blockIdx.x * cols;
-  const T row_lse = row_log_sum_exp(xr, cols, shared);
+  const C row_lse = row_log_sum_exp(xr, cols, shared);
   if (threadIdx.x == 0) {
     const int64_t label = labels[blockIdx.x];
     const bool counted = label != ignore_index && in_range(label, cols, blockIdx.x, IndexFault::kCrossEntropyLabel, fault);
     lse[blockIdx.x] = row_lse;
-    row_loss[blockIdx.x] = counted ? row_lse - xr[label] : T(0);
-    row_counted[blockIdx.x] = counted ? T(1) : T(0);
+    row_loss[blockIdx.x] = counted ? row_lse - C(xr[label]) : C(0);
+    row_counted[blockIdx.x] = counted ? C(1) : C(0);
   }
 }
 
 // As row_log_sum_exp, but each thread keeps its e^(x_j - m) in the row, so the softmax is e / sum
-// with no second exponential (each thread scales the elements it wrote).
-template <class T>
-__global__ void cross_entropy_forward_grad_kernel(T* x, const int64_t* labels, T* lse, T* row_loss, T* row_counted,
+// with no second exponential (each thread scales the elements it wrote). A bfloat16 row would round
+// e before the division: there the exponential is taken again instead.
+template <class T, class C = compute_t<T>>
+__global__ void cross_entropy_forward_grad_kernel(T* x, const int64_t* labels, C* lse, C* row_loss, C* row_counted,
                                                   int64_t cols, int64_t ignore_index, IndexFault* fault) {
-  __shared__ T shared[32];
+  constexpr bool kKeepsE = std::is_same_v<T, C>;
+  __shared__ C shared[32];
   T* xr = x + blockIdx.x * cols;
   const int64_t label = labels[blockIdx.x];
   const bool counts = label != ignore_index && 0 <= label && label < cols;
-  const T picked = counts ? xr[label] : T(0);  // every thread reads it before the barrier below
-  T m = -T(FLT_MAX);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = xr[j] > m ? xr[j] : m;
-  m = block_reduce(m, Max{}, -T(FLT_MAX), shared);  // a barrier: no thread writes the row before it
-  T total = T(0);
+  const C picked = counts ? C(xr[label]) : C(0);  // every thread reads it before the barrier below
+  C m = -C(FLT_MAX);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = C(xr[j]) > m ? C(xr[j]) : m;
+  m = block_reduce(m, Max{}, -C(FLT_MAX), shared);  // a barrier: no thread writes the row before it
+  C total = C(0);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    const T e = exp(xr[j] - m);
-    xr[j] = e;
+    const C e = exp(C(xr[j]) - m);
+    if constexpr (kKeepsE) xr[j] = e;
     total += e;
   }
   total = block_sum(total, shared);
   if (threadIdx.x == 0) {
     const bool counted = label != ignore_index && in_range(label, cols, blockIdx.x, IndexFault::kCrossEntropyLabel, fault);
     lse[blockIdx.x] = m + log(total);
-    row_loss[blockIdx.x] = counted ? m + log(total) - picked : T(0);
-    row_counted[blockIdx.x] = counted ? T(1) : T(0);
+    row_loss[blockIdx.x] = counted ? m + log(total) - picked : C(0);
+    row_counted[blockIdx.x] = counted ? C(1) : C(0);
   }
-  const T inverse = counts ? T(1) / total : T(0);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) xr[j] = xr[j] * inverse - (counts && j == label ? T(1) : T(0));
+  const C inverse = counts ? C(1) / total : C(0);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const C e = kKeepsE ? C(xr[j]) : exp(C(xr[j]) - m);
+    xr[j] = T(e * inverse - (counts && j == label ? C(1) : C(0)));
+  }
 }
 
-template <class T>
-__global__ void cross_entropy_backward_kernel(const T* x, const int64_t* labels, const T* lse, const T* dloss,
-                                              const T* counted, T* dx, int64_t cols, int64_t ignore_index) {
+template <class T, class C = compute_t<T>>
+__global__ void cross_entropy_backward_kernel(const T* x, const int64_t* labels, const C* lse, const C* dloss,
+                                              const C* counted, T* dx, int64_t cols, int64_t ignore_index) {
   const int64_t offset = blockIdx.x * cols, label = labels[blockIdx.x];
   const bool counts = label != ignore_index && 0 <= label && label < cols;  // as the forward counted it
-  const T row_lse = lse[blockIdx.x], grad_scale = *dloss / *counted;
+  const C row_lse = lse[blockIdx.x], grad_scale = *dloss / *counted;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    const T onehot = j == label ? T(1) : T(0);
-    dx[offset + j] = counts ? (exp(x[offset + j] - row_lse) - onehot) * grad_scale : T(0);
+    const C onehot = j == label ? C(1) : C(0);
+    dx[offset + j] = T(counts ? (exp(C(x[offset + j]) - row_lse) - onehot) * grad_scale : C(0));
   }
 }
 

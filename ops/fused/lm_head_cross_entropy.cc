@@ -66,17 +66,22 @@ FusedForward LMHeadCrossEntropy::fuser_forward(const std::vector<OpContext*>& ct
   Shape logits_shape = x.shape();
   logits_shape.back() = linear.out_features();
   const Tensor labels = loss.checked_labels(extra_inputs.at(loss_index()).at(0), logits_shape, x.dtype(), x.device());
-  const Tensor rows = x.view({-1, linear.in_features()}), weight = linear.weight();
-  const int64_t n = rows.size(0), chunk = std::min(n, chunk_rows(linear.out_features(), x.dtype()));
+  // bfloat16 runs widened to float32 (a copy of x and W), as FlashAttention's CPU tiles do: the
+  // logits, the loss terms and the grad sums over the chunks keep float32's digits, and the grads
+  // are rounded to bfloat16 once, in the backward.
+  const DType dtype = compute_dtype(x.dtype());
+  const Tensor rows = x.view({-1, linear.in_features()}).to(dtype), weight = linear.weight().to(dtype);
+  const Tensor bias_row = bias() ? bias()->bias().to(dtype) : Tensor();
+  const int64_t n = rows.size(0), chunk = std::min(n, chunk_rows(linear.out_features(), dtype));
   const std::vector<bool>& params = ctxs[0]->params_require_grad;
   const bool wants_dx = ctxs[0]->input_requires_grad, wants_dw = !params.empty() && params[0];
   const bool wants_db = bias() && ctxs[1]->params_require_grad.size() == 1 && ctxs[1]->params_require_grad[0];
 
-  const math::CrossEntropyRows terms = math::CrossEntropyRows::empty(n, x.dtype(), x.device());
-  const Tensor logits = empty({std::max<int64_t>(chunk, 1), linear.out_features()}, x.dtype(), x.device());
-  Tensor gx = wants_dx ? empty(rows.shape(), x.dtype(), x.device()) : Tensor();
-  Tensor gw = wants_dw ? empty(weight.shape(), x.dtype(), x.device()) : Tensor();
-  Tensor gb = wants_db ? zeros({linear.out_features()}, x.dtype(), x.device()) : Tensor();
+  const math::CrossEntropyRows terms = math::CrossEntropyRows::empty(n, dtype, x.device());
+  const Tensor logits = empty({std::max<int64_t>(chunk, 1), linear.out_features()}, dtype, x.device());
+  Tensor gx = wants_dx ? empty(rows.shape(), dtype, x.device()) : Tensor();
+  Tensor gw = wants_dw ? empty(weight.shape(), dtype, x.device()) : Tensor();
+  Tensor gb = wants_db ? zeros({linear.out_features()}, dtype, x.device()) : Tensor();
   const std::string who = describe();
   for (int64_t start = 0; start < n; start += chunk) {
     const int64_t end = std::min(n, start + chunk);
@@ -84,7 +89,7 @@ FusedForward LMHeadCrossEntropy::fuser_forward(const std::vector<OpContext*>& ct
     const Tensor labels_chunk = labels.slice(start, end);
     const math::CrossEntropyRows terms_chunk = terms.slice(start, end);
     gemm_into(z, x_chunk, false, weight, true, false);
-    if (bias()) add_bias_rows(z, bias()->bias());
+    if (bias_row.defined()) add_bias_rows(z, bias_row);
     if (!wants_dx && !wants_dw && !wants_db) {
       math::cross_entropy_rows(who.c_str(), z, labels_chunk, loss.ignore_index(), terms_chunk);
       continue;
@@ -94,9 +99,11 @@ FusedForward LMHeadCrossEntropy::fuser_forward(const std::vector<OpContext*>& ct
     if (wants_dw) gemm_into(gw, z, true, x_chunk, false, /*accumulate=*/start > 0);
     if (wants_db) math::add_(gb, math::sum_to(z, math::Broadcast::Row, gb.shape()));
   }
-  if (wants_dw && n == 0) gw = zeros(weight.shape(), x.dtype(), x.device());
+  if (wants_dw && n == 0) gw = zeros(weight.shape(), dtype, x.device());
   const math::CrossEntropyMean mean = math::cross_entropy_mean(terms);
-  if (wants_dx || wants_dw || wants_db) ctxs[0]->save<LMHeadCrossEntropySaved>() = {gx, gw, gb, mean.counted, x.shape()};
+  if (wants_dx || wants_dw || wants_db) {
+    ctxs[0]->save<LMHeadCrossEntropySaved>() = {gx, gw, gb, mean.counted, x.shape(), x.dtype()};
+  }
   return {mean.loss, TensorLists(basic_ops().size())};
 }
 
@@ -105,7 +112,7 @@ FusedBackward LMHeadCrossEntropy::fuser_backward(const std::vector<OpContext*>& 
   const LMHeadCrossEntropySaved& s = ctxs[0]->saved<LMHeadCrossEntropySaved>(describe());
   const Tensor scale = math::binary(math::BinaryOp::Div, dloss, at_least_one(s.counted), describe().c_str());
   auto scaled = [&](const Tensor& sum) {
-    return sum.defined() ? math::binary(math::BinaryOp::Mul, sum, scale, describe().c_str()) : Tensor();
+    return sum.defined() ? math::binary(math::BinaryOp::Mul, sum, scale, describe().c_str()).to(s.dtype) : Tensor();
   };
   const Tensor dx = scaled(s.input_grad_sum);
   TensorLists grad_extra_inputs(basic_ops().size()), grad_params(basic_ops().size());
@@ -117,25 +124,11 @@ FusedBackward LMHeadCrossEntropy::fuser_backward(const std::vector<OpContext*>& 
   return {dx.defined() ? dx.view(s.input_shape) : Tensor(), grad_extra_inputs, grad_params};
 }
 
-namespace {
-
-// The fused op computes the loss with the CrossEntropy op's kernels, which take float32 and float64;
-// in another dtype the unfused ops run, and the CrossEntropy op names the dtype it refuses.
-PatternPredicate loss_kernels_take_the_dtype() {
-  return {"the loss kernels take the dtype", [](const PatternMatch&, const FusionFacts& facts) {
-            return facts.dtype == DType::Float32 || facts.dtype == DType::Float64
-                       ? std::string()
-                       : std::string("CrossEntropy takes float32 and float64, not ") + dtype_name(facts.dtype);
-          }};
-}
-
-}  // namespace
-
 // The example: rows of width `width` through an output Linear (with a Bias for an even number of
 // rows) to a vocabulary a little wider than the width, every fifth label ignored.
 FusionDefinition lm_head_cross_entropy_fusion() {
   FusionPattern pattern{{slot<Linear>(), optional_slot<Bias>(), slot<CrossEntropy>()},
-                        {bias_fits_linear(), loss_kernels_take_the_dtype()},
+                        {bias_fits_linear()},
                         [](const OpList& ops) { return std::make_shared<LMHeadCrossEntropy>(ops); }};
   return {"LMHeadCrossEntropy", Pass::ForwardBackward, fuse_pattern(std::move(pattern)),
           [](int64_t rows, int64_t width, DType dtype, Generator& gen) {

@@ -15,6 +15,7 @@
 // float32 the unfused pair holds 256 MiB of logits and as much again for their grad; this op, one
 // 16 MiB chunk. The loss and grads are the CrossEntropy op's, to the rounding of the sums: NaN
 // over no counted row, with all grads 0.
+// bfloat16 runs widened to float32, the loss float32 as CrossEntropy's, the grads bfloat16.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,7 @@ struct LMHeadCrossEntropySaved {
   Tensor bias_grad_sum;    // Gb [vocab], undefined without a Bias or when it needs no grad
   Tensor counted;          // the number of counted rows, a scalar on the device
   Shape input_shape;
+  DType dtype;             // of the input and the parameters (the sums are in its compute dtype)
   NamedTensors tensors() const {
     return {{"input_grad_sum", input_grad_sum}, {"weight_grad_sum", weight_grad_sum}, {"bias_grad_sum", bias_grad_sum}};
   }
