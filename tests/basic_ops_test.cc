@@ -50,18 +50,23 @@ TEST(BasicOps, LinearIsXTimesWeightTransposed) {
 }
 
 // Each row through the Linear of its group: the groups' weights as separate Linears, each on its
-// own rows, stacked.
+// own rows, stacked; with a bias, each group's bias added to its rows.
 TEST(BasicOps, GroupedLinearIsEachGroupsLinearOnItsRows) {
   const std::vector<int64_t> sizes = {3, 0, 1, 4};
-  auto grouped = std::make_shared<GroupedLinear>(4, 5, 2);
-  Sequential seq({grouped});
-  const Tensor x = random_tensor({8, 5}, DType::Float32, 3);
-  const Tensor y = seq(x, {from_vector<int64_t>(sizes, {4})}).output;
-  const Tensor w = grouped->weight().detach();
-  for (int64_t g = 0, start = 0; g < 4; start += sizes[size_t(g)], ++g) {
-    const int64_t end = start + sizes[size_t(g)];
-    const Tensor w_g = reshape(w.slice(g, g + 1), {2, 5});
-    expect_same(y.slice(start, end), matmul(x.slice(start, end), transpose(w_g)), 1e-6);
+  for (bool bias : {false, true}) {
+    Generator gen(2);
+    auto grouped = std::make_shared<GroupedLinear>(4, 5, 2, &gen, bias);
+    Sequential seq({grouped});
+    const Tensor x = random_tensor({8, 5}, DType::Float32, 3);
+    const Tensor y = seq(x, {from_vector<int64_t>(sizes, {4})}).output;
+    const Tensor w = grouped->weight().detach();
+    for (int64_t g = 0, start = 0; g < 4; start += sizes[size_t(g)], ++g) {
+      const int64_t end = start + sizes[size_t(g)];
+      const Tensor w_g = reshape(w.slice(g, g + 1), {2, 5});
+      Tensor want = matmul(x.slice(start, end), transpose(w_g));
+      if (bias) want = add(want, grouped->bias().detach().slice(g, g + 1));
+      expect_same(y.slice(start, end), want, 1e-6);
+    }
   }
 }
 

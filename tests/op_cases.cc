@@ -56,11 +56,13 @@ CaseFunction causal_probabilities(AttentionHeads heads) {
 
 // GroupedLinear over x [..., in] and W [G, out, in] (the case's inputs) with the groups' sizes
 // fixed by the case, as they must sum to the rows: groups without rows, every row in one group.
+// With a third input, it is the bias [G, out].
 CaseFunction grouped_linear(std::vector<int64_t> sizes) {
   return [sizes](const Inputs& x) {
     const int64_t groups = int64_t(sizes.size());
-    auto grouped = std::make_shared<GroupedLinear>(groups, x[0].size(-1), x[1].size(1));
+    auto grouped = std::make_shared<GroupedLinear>(groups, x[0].size(-1), x[1].size(1), nullptr, x.size() == 3);
     grouped->weight() = x[1];
+    if (x.size() == 3) grouped->bias() = x[2];
     Sequential seq({grouped});
     return Outputs{seq(x[0], {from_vector<int64_t>(sizes, {groups}, x[0].device())}).output};
   };
@@ -226,6 +228,9 @@ void basic_op_cases(const Add& add) {
   add(op("GroupedLinear").input({2, 3, 4}).input({2, 3, 4}).bfloat16().named("all_rows_in_one").runs(grouped_linear({0, 6})));
   add(op("GroupedLinear").input({1, 4}).input({1, 2, 4}).bfloat16().runs(grouped_linear({1})));
   add(op("GroupedLinear").input({300, 33}).input({4, 17, 33}).bfloat16().runs(grouped_linear({100, 0, 150, 50})));
+  add(op("GroupedLinear").input({5, 4}).input({3, 3, 4}).input({3, 3}).named("bias").bfloat16().runs(grouped_linear({2, 0, 3})));
+  add(op("GroupedLinear").input({300, 33}).input({4, 17, 33}).input({4, 17}).named("bias").bfloat16().runs(
+      grouped_linear({100, 0, 150, 50})));
   add(op("Router").input({5, 4}).input({4, 4}).runs(router(4, 2, RouterScore::Softmax)));
   add(op("Router").input({2, 3, 4}).input({3, 4}).named("all_experts").runs(router(3, 3, RouterScore::Softmax)));
   add(op("Router").input({5, 4}).input({4, 4}).named("sigmoid").runs(router(4, 1, RouterScore::Sigmoid)));

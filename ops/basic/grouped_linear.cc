@@ -9,19 +9,21 @@
 namespace fuselab {
 namespace {
 
-// W_g, [out, in], a view of the stacked weight.
+// W_g, [out, in], a view of the stacked weight; b_g, [1, out], of the stacked bias.
 Tensor group_weight(const Tensor& weight, int64_t g) {
   return weight.slice(g, g + 1).view({weight.size(1), weight.size(2)});
 }
+Tensor group_bias(const Tensor& bias, int64_t g) { return bias.slice(g, g + 1); }
 
 }  // namespace
 
-GroupedLinear::GroupedLinear(int64_t groups, int64_t in_features, int64_t out_features, Generator* gen)
+GroupedLinear::GroupedLinear(int64_t groups, int64_t in_features, int64_t out_features, Generator* gen, bool bias)
     : BasicOp("GroupedLinear"), groups_(groups), in_(in_features), out_(out_features) {
   check(groups_ > 0 && in_ > 0 && out_ > 0, "GroupedLinear: sizes must be positive, got ", groups_, " groups, in ",
         in_, ", out ", out_);
   const double bound = 1.0 / std::sqrt(double(in_));
   add_parameter("weight", uniform({groups_, out_, in_}, -bound, bound, DType::Float32, gen));
+  if (bias) add_parameter("bias", uniform({groups_, out_}, -bound, bound, DType::Float32, gen));
 }
 
 std::vector<int64_t> GroupedLinear::checked_sizes(const Tensor& sizes, int64_t rows) const {
@@ -47,6 +49,7 @@ OpForward GroupedLinear::op_forward(OpContext& ctx, const Tensor& x, const std::
     if (sizes[size_t(g)] == 0) continue;
     Tensor y_g = y.slice(start, start + sizes[size_t(g)]);
     math::matmul_into(y_g, rows.slice(start, start + sizes[size_t(g)]), false, group_weight(weight(), g), true);
+    if (has_bias()) y_g.copy_(math::binary(math::BinaryOp::Add, y_g, group_bias(bias(), g), describe().c_str()));
   }
   if (ctx.requires_backward()) ctx.save<GroupedLinearSaved>() = {rows, weight(), from_vector<int64_t>(sizes, {groups_})};
   Shape out_shape = x.shape();
@@ -61,6 +64,7 @@ OpBackward GroupedLinear::op_backward(OpContext& ctx, const Tensor& dy, const st
   // Every row of dx belongs to a group; a group without rows gets dW_g = 0.
   Tensor dx = ctx.input_requires_grad ? empty(saved.input.shape(), dy.dtype(), dy.device()) : Tensor();
   Tensor dw = ctx.params_require_grad.at(0) ? empty(saved.weight.shape(), dy.dtype(), dy.device()) : Tensor();
+  Tensor db = has_bias() && ctx.params_require_grad.at(1) ? zeros({groups_, out_}, dy.dtype(), dy.device()) : Tensor();
   for (int64_t g = 0, start = 0; g < groups_; start += sizes[size_t(g)], ++g) {
     const int64_t end = start + sizes[size_t(g)];
     Tensor dw_g = dw.defined() ? group_weight(dw, g) : Tensor();
@@ -69,6 +73,7 @@ OpBackward GroupedLinear::op_backward(OpContext& ctx, const Tensor& dy, const st
       continue;
     }
     const Tensor dy_g = dy_rows.slice(start, end);
+    if (db.defined()) group_bias(db, g).copy_(math::sum_to(dy_g, math::Broadcast::Row, {out_}).view({1, out_}));
     if (dx.defined()) {
       Tensor dx_g = dx.slice(start, end);
       math::matmul_into(dx_g, dy_g, false, group_weight(saved.weight, g), false);
@@ -77,7 +82,9 @@ OpBackward GroupedLinear::op_backward(OpContext& ctx, const Tensor& dy, const st
   }
   Shape input_shape = dy.shape();
   input_shape.back() = in_;
-  return {dx.defined() ? dx.view(input_shape) : dx, {Tensor()}, {dw}};
+  std::vector<Tensor> param_grads{dw};
+  if (has_bias()) param_grads.push_back(db);
+  return {dx.defined() ? dx.view(input_shape) : dx, {Tensor()}, param_grads};
 }
 
 }  // namespace fuselab

@@ -2,9 +2,12 @@
 // own run of consecutive rows of x [rows, in] (x may have leading dims: its rows are x viewed as
 // [-1, in]). The runs' sizes are the call's one extra input, int64 [G] on any device, summing to
 // rows (a size may be 0): a mixture of experts' tokens sorted by expert, each expert's Linear.
-//   y[rows_g] = x[rows_g] W_g^T,   dx[rows_g] = dy[rows_g] W_g,   dW_g = dy[rows_g]^T x[rows_g]
+// With a bias, b [G, out] (each group's own, as TransformerEngine's GroupedLinear):
+//   y[rows_g] = x[rows_g] W_g^T + b_g,   dx[rows_g] = dy[rows_g] W_g,
+//   dW_g = dy[rows_g]^T x[rows_g],        db_g = sum over rows_g of dy
 // One GEMM per group that has rows, through tensor_math (so every backend and dtype the Linear
-// takes); a group without rows gets dW_g = 0. The sizes get no grad. No bias.
+// takes), the bias added to the group's rows; a group without rows gets dW_g = 0 and db_g = 0.
+// The sizes get no grad.
 #pragma once
 
 #include "ops/basic_op.h"
@@ -22,11 +25,14 @@ struct GroupedLinearSaved {
 class GroupedLinear : public BasicOp {
  public:
   bool has_cuda_kernels() const override { return true; }  // tensor_math and views only
-  // Each W_g ~ U(-1/sqrt(in), 1/sqrt(in)), as Linear's.
-  GroupedLinear(int64_t groups, int64_t in_features, int64_t out_features, Generator* gen = nullptr);
+  // Each W_g and b_g ~ U(-1/sqrt(in), 1/sqrt(in)), as PyTorch's Linear's.
+  GroupedLinear(int64_t groups, int64_t in_features, int64_t out_features, Generator* gen = nullptr,
+                bool bias = false);
   int num_extra_inputs() const override { return 1; }  // the groups' sizes
   int64_t groups() const { return groups_; }
   Tensor& weight() { return parameter(0); }
+  bool has_bias() const { return parameters().size() == 2; }
+  Tensor& bias() { return parameter(1); }  // [G, out], with a bias
 
   OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>& extra) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
