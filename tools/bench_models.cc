@@ -1,6 +1,8 @@
 // The bench's table of models (see bench_models.h).
 #include "tools/bench_models.h"
 
+#include <cmath>
+
 #include "autograd/functional.h"
 #include "examples/square_fusions.h"
 #include "ops/basic/activation.h"
@@ -236,19 +238,35 @@ BenchModel lm_head() {
 // A mixture of experts' MLP (ops/basic/moe_mlp.h: Router, MoEPermute, GroupedLinear, SwiGLU,
 // GroupedLinear, MoEUnpermute) of --experts SwiGLU experts of --expert-hidden, --top-k each, on x
 // [tokens, hidden] requiring grad; loss: mean squared error against a random target.
+// --router-skew Z (in tenths) skews the experts' load as a Zipf law of exponent Z / 10: x's first
+// feature is 1 on every row and expert e's router weight on it is -(Z / 10) ln(e + 1), so that
+// e's routing probability is scaled by (e + 1)^(-Z / 10) (0: the experts are alike).
 BenchModel moe_block() {
   BenchModel m{"moe_block", 256,
                {{"experts", "moe_block: experts", 8, {1, 1 << 12}},
                 {"top-k", "moe_block: experts per token", 2, {1, 1 << 12}},
-                {"expert-hidden", "moe_block: each expert's hidden width", 512, {1, 1 << 16}}},
+                {"expert-hidden", "moe_block: each expert's hidden width", 512, {1, 1 << 16}},
+                {"router-skew", "moe_block: Zipf exponent of the experts' load, in tenths (0: even)", 0, {0, 100}}},
                nullptr, nullptr, nullptr};
   m.build = [](const ModelSizes& s, Generator& gen) {
     const MoEMlpConfig config{s.hidden, s.extra.at("expert-hidden"), s.extra.at("experts"), s.extra.at("top-k")};
     check(config.top_k <= config.experts, "bench: --top-k ", config.top_k, " is more than --experts ", config.experts);
-    return Sequential(moe_mlp(config, "moe", gen).ops);
+    const MoEMlp moe = moe_mlp(config, "moe", gen);
+    if (const int64_t skew = s.extra.at("router-skew"); skew > 0) {
+      std::vector<double> w = moe.router->weight().to(DType::Float64).to_vector<double>();  // [experts, hidden]
+      for (int64_t e = 0; e < config.experts; ++e) w[size_t(e * s.hidden)] = -double(skew) / 10 * std::log(double(e + 1));
+      moe.router->weight().set_data(from_vector<double>(w, {config.experts, s.hidden}).to(DType::Float32));
+    }
+    return Sequential(moe.ops);
   };
   m.batch = [](const ModelSizes& s, DType dtype, Device device, Generator& gen) {
-    const Tensor x = input_requiring_grad(s, dtype, device, gen);
+    Tensor x = input_requiring_grad(s, dtype, device, gen);
+    if (s.extra.at("router-skew") > 0) {
+      std::vector<double> v = x.to(Device::cpu()).to(DType::Float64).to_vector<double>();
+      for (int64_t r = 0; r < s.tokens; ++r) v[size_t(r * s.hidden)] = 1;
+      x = from_vector<double>(v, x.shape()).to(dtype).to(device);
+      x.set_requires_grad(true);
+    }
     return Batch{x, {}, mse_against_random_target(x.shape(), dtype, device, gen)};
   };
   return m;
