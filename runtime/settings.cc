@@ -16,7 +16,8 @@ const std::vector<SettingInfo> kTable = {
     {"FUSELAB_NUM_THREADS", "an integer in [1, 4096]",
      "threads of the CPU kernels and OpenBLAS; unset: every core"},
     {"FUSELAB_CPU_GEMM", "openblas | onednn",
-     "the library of every CPU GEMM; unset: oneDNN, and OpenBLAS for small float32 and every float64 GEMM"},
+     "the library of every CPU GEMM; unset: oneDNN (float32 only on AVX-512 CPUs), OpenBLAS for the rest, small "
+     "float32 and every float64 GEMM"},
     {"FUSELAB_OPENBLAS", "a library path or file name",
      "the OpenBLAS to load on the first GEMM; unset: Debian's OpenMP build, then libopenblas.so.0"},
     {"FUSELAB_DISABLE_AVX512", "0 | 1", "1: on an AVX-512 machine the CPU kernels run their AVX2 or baseline copies"},

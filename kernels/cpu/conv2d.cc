@@ -99,8 +99,8 @@ void forward_images(const Conv2dGeometry& g, const T* x, const T* w, T* y, T* co
   }
 }
 
-// Whether a convolution runs on oneDNN: float32 where FUSELAB_CPU_GEMM picks oneDNN (the default),
-// with a kernel wider than 1x1 over at least 16 input channels. There oneDNN's blocked direct
+// Whether a convolution runs on oneDNN: float32 unless FUSELAB_CPU_GEMM picks OpenBLAS, with a kernel
+// wider than 1x1 over at least 16 input channels. There oneDNN's blocked direct
 // convolution ran each pass 1.2-1.9x faster than im2col + OpenBLAS, reorders included; with 3
 // input channels (no channel block) or a 1x1 kernel (im2col is a copy, the GEMM all the work) it
 // ran 1.5-2x slower (bench/RESULTS.md, "oneDNN convolutions"). The bound of 16, oneDNN's channel
@@ -110,7 +110,7 @@ void forward_images(const Conv2dGeometry& g, const T* x, const T* w, T* y, T* co
 template <class T>
 bool onednn_convolution(const Conv2dGeometry& g) {
   if constexpr (std::is_same_v<T, float>) {
-    return cpu_gemm<float>() == CpuGemm::Onednn && g.kernel_h * g.kernel_w > 1 && g.in_channels >= 16;
+    return onednn_convolutions() && g.kernel_h * g.kernel_w > 1 && g.in_channels >= 16;
   } else {
     return false;
   }

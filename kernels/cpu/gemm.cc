@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/bias_activation.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/cpu/onednn.h"
 #include "kernels/cpu/openblas.h"
 #include "kernels/cpu/threading.h"
@@ -83,15 +84,22 @@ void epilogue_pass(const GemmEpilogue<T>& e, T* c, int64_t m, int64_t n) {
 
 }  // namespace
 
+// Unset, float32 GEMMs run on oneDNN where the CPU has AVX-512 and on OpenBLAS where it has not: on
+// an AVX2-only CPU OpenBLAS ran the mlp_block's GEMMs at 59-61% of the FMA peak against oneDNN's
+// 45-48%, and the MoE block 1.24-1.46x faster, with the GPT and llama blocks alike (bench/RESULTS.md,
+// "The CPU GEMM library on an AVX2 CPU").
 template <class T>
 CpuGemm cpu_gemm() {
   if constexpr (std::is_same_v<T, double>) {
     return CpuGemm::OpenBlas;
   } else {
-    const bool onednn = chosen_gemm().value_or(CpuGemm::Onednn) == CpuGemm::Onednn;
+    const CpuGemm preferred = std::is_same_v<T, float> && !cpu_has_avx512() ? CpuGemm::OpenBlas : CpuGemm::Onednn;
+    const bool onednn = chosen_gemm().value_or(preferred) == CpuGemm::Onednn;
     return onednn && onednn_runs<T>() ? CpuGemm::Onednn : CpuGemm::OpenBlas;
   }
 }
+
+bool onednn_convolutions() { return chosen_gemm() != CpuGemm::OpenBlas && onednn_runs<float>(); }
 
 template <class T>
 CpuGemm gemm_library(int64_t m, int64_t n, int64_t k) {

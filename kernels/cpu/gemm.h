@@ -5,7 +5,8 @@
 //
 // op(X) is X or its transpose (a flag, never a copy); op(A) is [m, k], op(B) is [k, n].
 //
-// The library: FUSELAB_CPU_GEMM=openblas|onednn, else oneDNN for float32 and bfloat16. oneDNN
+// The library: FUSELAB_CPU_GEMM=openblas|onednn, else oneDNN for bfloat16 and, on CPUs with
+// AVX-512, float32 (OpenBLAS for float32 on the others, where it was measured faster). oneDNN
 // takes the epilogue inside its tiles (post-ops: kernels/cpu/onednn.h), so the fused Linear ops
 // make no separate pass for it, and it multiplies bfloat16 natively (AVX512_BF16 where the CPU has
 // it), where OpenBLAS has no bfloat16 GEMM and widens both operands to float32 first. Measured in
@@ -32,6 +33,10 @@ enum class CpuGemm { OpenBlas, Onednn };
 // std::invalid_argument for a FUSELAB_CPU_GEMM that is neither "openblas" nor "onednn".
 template <class T>
 CpuGemm cpu_gemm();
+
+// Whether float32 convolutions may run on oneDNN: unless FUSELAB_CPU_GEMM is openblas (its direct
+// convolutions beat im2col + GEMM on AVX2 and AVX-512 alike where they apply: conv2d.cc).
+bool onednn_convolutions();
 
 // Plain float32 gemm() calls of at most this many multiply-adds, such as FlashAttention's tile
 // products at head sizes up to 32, run on OpenBLAS: a oneDNN call costs about 1 us more before it

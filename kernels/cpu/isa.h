@@ -14,7 +14,8 @@ namespace fuselab::kernels::cpu {
 
 #define FUSELAB_TARGET_AVX2 __attribute__((target("avx2,fma")))
 
-bool use_avx512();  // the CPU has AVX-512 (F, VL, DQ, BW) and it is not switched off
+bool cpu_has_avx512();  // the CPU has AVX-512 (F, VL, DQ, BW), switched off or not
+bool use_avx512();      // the CPU has AVX-512 and it is not switched off
 void set_avx512_enabled(bool enabled);
 bool use_avx2();  // the CPU has AVX2 and FMA and it is not switched off
 void set_avx2_enabled(bool enabled);
