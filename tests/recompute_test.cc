@@ -119,7 +119,9 @@ Step train_step(Sequential& seq, const Tensor& x, int times = 1) {
   for (const Tensor& extra : out.extra_outputs) loss = add(loss, extra);
   for (int t = 0; t < times; ++t) backward(loss, Tensor(), BackwardOptions{/*retain_graph=*/t + 1 < times, {}});
   Step step{out.output.to(DType::Float64).to_vector<double>(), {}};
-  for (Tensor& p : seq.parameters()) step.grads.push_back(p.grad().to(DType::Float64).to_vector<double>());
+  for (Tensor& p : seq.parameters()) {
+    step.grads.push_back(p.grad().defined() ? p.grad().to(DType::Float64).to_vector<double>() : std::vector<double>{});
+  }
   return step;
 }
 
@@ -172,6 +174,23 @@ TEST(Recompute, GradsAreTheUnrecomputedOnesExactly) {
   const Tensor x = random_tensor({2, 9, kWidth}, DType::Float64, 5);
   for (RecomputeScope scope : {RecomputeScope::MLP, RecomputeScope::Norms, RecomputeScope::Block}) {
     expect_same_step(scope, [] { return residual_model(3, DType::Float64); }, x, {}, "Recompute(");
+  }
+  set_num_threads(threads);
+}
+
+// A run whose first ops need no backward (a frozen norm over an input that needs no grad) stops its
+// backward there, as the Sequential's own does; the other grads are the same.
+TEST(Recompute, AFrozenStartIsLeftOutOfTheBackward) {
+  const int threads = num_threads();
+  set_num_threads(1);
+  const Tensor x = random_tensor({2, 9, kWidth}, DType::Float64, 7);
+  auto frozen_model = [] {
+    Sequential seq = residual_model(3, DType::Float64);
+    seq.parameters()[0].set_requires_grad(false);  // the first block's RMSNorm
+    return seq;
+  };
+  for (RecomputeScope scope : {RecomputeScope::MLP, RecomputeScope::Norms, RecomputeScope::Block}) {
+    expect_same_step(scope, frozen_model, x, {}, "Recompute(");
   }
   set_num_threads(threads);
 }

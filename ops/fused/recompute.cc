@@ -128,8 +128,12 @@ FusedBackward Recompute::fuser_backward(const std::vector<OpContext*>& ctxs, con
   const RecomputeSaved saved = ctxs[0]->saved<RecomputeSaved>(describe());
   run_forward(ctxs, saved.input, saved.extra_inputs);
 
-  const size_t n = basic_ops().size();
-  FusedBackward grads{dy, TensorLists(n), TensorLists(n)};
+  const auto ops = basic_ops();
+  FusedBackward grads{dy, TensorLists(ops.size()), TensorLists(ops.size())};
+  for (size_t i = 0; i < ops.size(); ++i) {  // undefined, for the ops that need no backward
+    grads.grad_extra_inputs[i].resize(size_t(ops[i]->num_extra_inputs()));
+    grads.grad_params[i].resize(ops[i]->parameters().size());
+  }
   TensorLists output_grads = grad_extra_outputs;  // from outside, then from the readers inside
   for (size_t k = run_.size(); k-- > 0;) {
     const size_t begin = first_[k], end = first_[k + 1];
