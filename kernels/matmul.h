@@ -28,6 +28,33 @@ struct Matmul {
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
-#define FUSELAB_MATMUL_KERNELS(X) X(Matmul, FUSELAB_FLOAT_DOUBLE_BFLOAT16)
+// The products of a grouped Linear (ops/basic/grouped_linear.h): G groups of consecutive rows,
+// group g holding sizes[g] rows (a host array) from start_g = sizes[0] + ... + sizes[g - 1]:
+//
+//   weight_grad false:  out[rows_g] = a[rows_g] op(w_g)   a [R, a_cols], w [G, ., .] with op(w_g)
+//                                                          [a_cols, out_cols], out [R, out_cols]
+//   weight_grad true:   out_g = a[rows_g]^T w[rows_g]      a [R, a_cols], w [R, out_cols] (rows, not
+//                                                          a weight), out [G, a_cols, out_cols]; 0 for
+//                                                          a group without rows
+//
+// op(w_g) is w_g^T with transpose_w. One GEMM per group with rows. On the CPU, when there are at
+// least as many such groups as threads, the groups run in parallel, each GEMM on one thread (many
+// small experts' GEMMs scale badly across threads one by one); otherwise one after another, each on
+// every thread. On CUDA one cuBLASLt call per group, in order.
+template <class T>
+struct GroupedMatmul {
+  bool weight_grad, transpose_w;
+  int64_t groups;
+  const int64_t* sizes;  // [groups], on the host
+  int64_t a_cols, out_cols;
+  const T* a;
+  const T* w;
+  T* out;
+  FUSELAB_KERNEL_ENTRY_POINTS;
+};
+
+#define FUSELAB_MATMUL_KERNELS(X)              \
+  X(Matmul, FUSELAB_FLOAT_DOUBLE_BFLOAT16)     \
+  X(GroupedMatmul, FUSELAB_FLOAT_DOUBLE_BFLOAT16)
 
 }  // namespace fuselab::kernels

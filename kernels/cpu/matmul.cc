@@ -3,7 +3,11 @@
 // when the addend is out itself, as its C with beta = 1 (oneDNN's sum post-op; OpenBLAS's beta).
 #include "kernels/matmul.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels {
 
@@ -20,6 +24,34 @@ void Matmul<T>::cpu(KernelContext&) const {
                                {nullptr, addend ? addend + i * m * n : nullptr, Activation::None,
                                 compute_t<T>(alpha)},
                                out + i * m * n);
+  }
+}
+
+template <class T>
+void GroupedMatmul<T>::cpu(KernelContext&) const {
+  std::vector<int64_t> start(size_t(groups) + 1, 0);
+  for (int64_t g = 0; g < groups; ++g) start[size_t(g + 1)] = start[size_t(g)] + sizes[g];
+  const int64_t busy = std::count_if(sizes, sizes + groups, [](int64_t rows) { return rows > 0; });
+  auto product = [&](int64_t g) {
+    const int64_t rows = sizes[g], first = start[size_t(g)];
+    if (weight_grad) {
+      T* out_g = out + g * a_cols * out_cols;
+      if (rows == 0) {
+        std::fill(out_g, out_g + a_cols * out_cols, T(0));
+        return;
+      }
+      cpu::gemm<T>(true, false, a_cols, out_cols, rows, T(1), a + first * a_cols, a_cols, w + first * out_cols,
+                   out_cols, T(0), out_g, out_cols);
+    } else if (rows > 0) {
+      cpu::gemm<T>(false, transpose_w, rows, out_cols, a_cols, T(1), a + first * a_cols, a_cols,
+                   w + g * a_cols * out_cols, transpose_w ? a_cols : out_cols, T(0), out + first * out_cols, out_cols);
+    }
+  };
+  if (busy >= cpu::num_threads()) {
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t g = 0; g < groups; ++g) product(g);
+  } else {
+    for (int64_t g = 0; g < groups; ++g) product(g);
   }
 }
 

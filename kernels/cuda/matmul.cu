@@ -26,6 +26,26 @@ void Matmul<T>::cuda(KernelContext& ctx) const {
   }
 }
 
+template <class T>
+void GroupedMatmul<T>::cuda(KernelContext& ctx) const {
+  for (int64_t g = 0, first = 0; g < groups; first += sizes[g], ++g) {
+    const int64_t rows = sizes[g];
+    if (weight_grad) {
+      T* out_g = out + g * a_cols * out_cols;
+      if (rows == 0) {
+        cuda::fill_bytes(out_g, 0, size_t(a_cols * out_cols) * sizeof(T), ctx.device);  // 0 in every dtype
+        continue;
+      }
+      cuda::gemm<T>(true, false, a_cols, out_cols, rows, 1, a + first * a_cols, a_cols, w + first * out_cols, out_cols,
+                    0, out_g, out_cols, ctx.device);
+    } else if (rows > 0) {
+      cuda::gemm<T>(false, transpose_w, rows, out_cols, a_cols, 1, a + first * a_cols, a_cols,
+                    w + g * a_cols * out_cols, transpose_w ? a_cols : out_cols, 0, out + first * out_cols, out_cols,
+                    ctx.device);
+    }
+  }
+}
+
 FUSELAB_MATMUL_KERNELS(FUSELAB_INSTANTIATE_CUDA)
 
 }  // namespace fuselab::kernels

@@ -3,16 +3,27 @@
 #include <cmath>
 #include <numeric>
 
+#include "kernels/matmul.h"
 #include "tensor/factories.h"
+#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
 namespace {
 
-// W_g, [out, in], a view of the stacked weight; b_g, [1, out], of the stacked bias.
-Tensor group_weight(const Tensor& weight, int64_t g) {
-  return weight.slice(g, g + 1).view({weight.size(1), weight.size(2)});
+// The grouped products (kernels/matmul.h, GroupedMatmul): out[rows_g] = a[rows_g] op(w_g), or with
+// weight_grad out_g = a[rows_g]^T w[rows_g]; out is written whole.
+void grouped_matmul(const Tensor& out, const Tensor& a, const Tensor& w, bool weight_grad, bool transpose_w,
+                    const std::vector<int64_t>& sizes) {
+  const int64_t out_cols = weight_grad ? w.size(1) : out.size(1);
+  launch_floating<WithBFloat16::Yes>("GroupedLinear", a, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::GroupedMatmul<T>{weight_grad, transpose_w, int64_t(sizes.size()), sizes.data(), a.size(1),
+                                     out_cols,    a.ptr<T>(),  w.ptr<T>(),            out.ptr<T>()};
+  });
 }
+
+// b_g, [1, out], a view of the stacked bias.
 Tensor group_bias(const Tensor& bias, int64_t g) { return bias.slice(g, g + 1); }
 
 }  // namespace
@@ -45,11 +56,11 @@ OpForward GroupedLinear::op_forward(OpContext& ctx, const Tensor& x, const std::
   const Tensor rows = x.view({-1, in_});
   const std::vector<int64_t> sizes = checked_sizes(extra.at(0), rows.size(0));
   Tensor y = empty({rows.size(0), out_}, x.dtype(), x.device());  // the groups cover every row
-  for (int64_t g = 0, start = 0; g < groups_; start += sizes[size_t(g)], ++g) {
+  grouped_matmul(y, rows, weight(), /*weight_grad=*/false, /*transpose_w=*/true, sizes);
+  for (int64_t g = 0, start = 0; has_bias() && g < groups_; start += sizes[size_t(g)], ++g) {
     if (sizes[size_t(g)] == 0) continue;
     Tensor y_g = y.slice(start, start + sizes[size_t(g)]);
-    math::matmul_into(y_g, rows.slice(start, start + sizes[size_t(g)]), false, group_weight(weight(), g), true);
-    if (has_bias()) y_g.copy_(math::binary(math::BinaryOp::Add, y_g, group_bias(bias(), g), describe().c_str()));
+    y_g.copy_(math::binary(math::BinaryOp::Add, y_g, group_bias(bias(), g), describe().c_str()));
   }
   if (ctx.requires_backward()) ctx.save<GroupedLinearSaved>() = {rows, weight(), from_vector<int64_t>(sizes, {groups_})};
   Shape out_shape = x.shape();
@@ -65,20 +76,12 @@ OpBackward GroupedLinear::op_backward(OpContext& ctx, const Tensor& dy, const st
   Tensor dx = ctx.input_requires_grad ? empty(saved.input.shape(), dy.dtype(), dy.device()) : Tensor();
   Tensor dw = ctx.params_require_grad.at(0) ? empty(saved.weight.shape(), dy.dtype(), dy.device()) : Tensor();
   Tensor db = has_bias() && ctx.params_require_grad.at(1) ? zeros({groups_, out_}, dy.dtype(), dy.device()) : Tensor();
-  for (int64_t g = 0, start = 0; g < groups_; start += sizes[size_t(g)], ++g) {
+  if (dx.defined()) grouped_matmul(dx, dy_rows, saved.weight, /*weight_grad=*/false, /*transpose_w=*/false, sizes);
+  if (dw.defined()) grouped_matmul(dw, dy_rows, saved.input, /*weight_grad=*/true, false, sizes);
+  for (int64_t g = 0, start = 0; db.defined() && g < groups_; start += sizes[size_t(g)], ++g) {
     const int64_t end = start + sizes[size_t(g)];
-    Tensor dw_g = dw.defined() ? group_weight(dw, g) : Tensor();
-    if (end == start) {
-      if (dw_g.defined()) dw_g.fill_(0);
-      continue;
-    }
-    const Tensor dy_g = dy_rows.slice(start, end);
-    if (db.defined()) group_bias(db, g).copy_(math::sum_to(dy_g, math::Broadcast::Row, {out_}).view({1, out_}));
-    if (dx.defined()) {
-      Tensor dx_g = dx.slice(start, end);
-      math::matmul_into(dx_g, dy_g, false, group_weight(saved.weight, g), false);
-    }
-    if (dw_g.defined()) math::matmul_into(dw_g, dy_g, true, saved.input.slice(start, end), false);
+    if (end == start) continue;
+    group_bias(db, g).copy_(math::sum_to(dy_rows.slice(start, end), math::Broadcast::Row, {out_}).view({1, out_}));
   }
   Shape input_shape = dy.shape();
   input_shape.back() = in_;

@@ -5,8 +5,9 @@
 // With a bias, b [G, out] (each group's own, as TransformerEngine's GroupedLinear):
 //   y[rows_g] = x[rows_g] W_g^T + b_g,   dx[rows_g] = dy[rows_g] W_g,
 //   dW_g = dy[rows_g]^T x[rows_g],        db_g = sum over rows_g of dy
-// One GEMM per group that has rows, through tensor_math (so every backend and dtype the Linear
-// takes), the bias added to the group's rows; a group without rows gets dW_g = 0 and db_g = 0.
+// One GEMM per group that has rows (kernels/matmul.h, GroupedMatmul: the groups in parallel on the
+// CPU when there are enough of them), the bias added to the group's rows; a group without rows gets
+// dW_g = 0 and db_g = 0.
 // The sizes get no grad.
 #pragma once
 
