@@ -109,6 +109,7 @@ Sequential llama_model(uint64_t seed, DType dtype, double dropout, int64_t exper
 struct Step {
   std::vector<double> output;
   std::vector<std::vector<double>> grads;
+  std::string lists;  // seq.describe()
 };
 
 // sum(y^2) plus every scalar extra output (an MoE router's losses), backward, through `times`
@@ -118,29 +119,36 @@ Step train_step(Sequential& seq, const Tensor& x, int times = 1) {
   Tensor loss = sum(mul(out.output, out.output));
   for (const Tensor& extra : out.extra_outputs) loss = add(loss, extra);
   for (int t = 0; t < times; ++t) backward(loss, Tensor(), BackwardOptions{/*retain_graph=*/t + 1 < times, {}});
-  Step step{out.output.to(DType::Float64).to_vector<double>(), {}};
+  Step step{out.output.to(DType::Float64).to_vector<double>(), {}, seq.describe()};
   for (Tensor& p : seq.parameters()) {
     step.grads.push_back(p.grad().defined() ? p.grad().to(DType::Float64).to_vector<double>() : std::vector<double>{});
   }
   return step;
 }
 
-// The grads with `fusions` on, against those with `fusions` and the scope's fusion, bit for bit.
-void expect_same_step(RecomputeScope scope, const std::function<Sequential()>& model, const Tensor& x,
-                      const std::vector<std::string>& fusions, const std::string& expected, int times = 1) {
+// `measure` of a model with `fusions` on, then of a fresh one with the scope's Recompute too.
+template <class Measure>
+auto without_and_with(RecomputeScope scope, const std::function<Sequential()>& model,
+                      const std::vector<std::string>& fusions, Measure measure) {
   Sequential plain = model();
   plain.set_fusion_switches(FusionSwitches::only(fusions));
-  const Step want = train_step(plain, x, times);
+  const auto without = measure(plain);
   const FusionDefinition fusion = recompute_fusion(scope);
   ScopedFusion registered(register_forward_backward_fusion(fusion.name, fusion.fn));
   Sequential recomputed = model();
   std::vector<std::string> with_recompute = fusions;
   with_recompute.push_back(fusion.name);
   recomputed.set_fusion_switches(FusionSwitches::only(with_recompute));
-  ASSERT_NE(recomputed.describe().find(expected), std::string::npos) << fusion.name << "\n" << recomputed.describe();
-  const Step got = train_step(recomputed, x, times);
-  EXPECT_EQ(got.output, want.output) << fusion.name;
-  EXPECT_EQ(got.grads, want.grads) << fusion.name;
+  return std::pair{without, measure(recomputed)};
+}
+
+// The outputs and grads with `fusions` on, against those with the scope's Recompute too, bit for bit.
+void expect_same_step(RecomputeScope scope, const std::function<Sequential()>& model, const Tensor& x,
+                      const std::vector<std::string>& fusions, const std::string& expected, int times = 1) {
+  const auto [want, got] = without_and_with(scope, model, fusions, [&](Sequential& seq) { return train_step(seq, x, times); });
+  ASSERT_NE(got.lists.find(expected), std::string::npos) << got.lists;
+  EXPECT_EQ(got.output, want.output) << got.lists;
+  EXPECT_EQ(got.grads, want.grads) << got.lists;
 }
 
 TEST(Recompute, ScopesTakeTheRunsTheySay) {
@@ -227,7 +235,7 @@ TEST(Recompute, MatchesUnfusedByCheckFusion) {
 // The peaks of a training step with `fusions` on, without and then with the scope's fusion.
 std::pair<size_t, size_t> peaks(RecomputeScope scope, const std::function<Sequential()>& model, const Tensor& x,
                                 const std::vector<std::string>& fusions) {
-  auto peak_of_step = [&](Sequential& seq) {
+  return without_and_with(scope, model, fusions, [&](Sequential& seq) {
     CachingAllocator& allocator = CachingAllocator::of(Device::cpu());
     train_step(seq, x);  // grads exist from here on
     allocator.empty_cache();
@@ -235,17 +243,7 @@ std::pair<size_t, size_t> peaks(RecomputeScope scope, const std::function<Sequen
     allocator.reset_peak();
     train_step(seq, x);
     return allocator.stats().peak_bytes_in_use - before;
-  };
-  Sequential plain = model();
-  plain.set_fusion_switches(FusionSwitches::only(fusions));
-  const size_t plain_peak = peak_of_step(plain);
-  const FusionDefinition fusion = recompute_fusion(scope);
-  ScopedFusion registered(register_forward_backward_fusion(fusion.name, fusion.fn));
-  Sequential recomputed = model();
-  std::vector<std::string> with_recompute = fusions;
-  with_recompute.push_back(fusion.name);
-  recomputed.set_fusion_switches(FusionSwitches::only(with_recompute));
-  return {plain_peak, peak_of_step(recomputed)};
+  });
 }
 
 // Between forward and backward the plain model holds each block's norm input and rstd, the first
