@@ -78,8 +78,8 @@ void add_run_flags(Flags& flags, RunFlags& run) {
   flags.add("seed", run.seed, "seed of the data order, the initialization, dropout and the sampling", {0, INT64_MAX});
   flags.add("no-fusion", run.no_fusion, "run the model unfused");
   flags.add("recompute", run.recompute, "activations to recompute in backward instead of keeping: none, mlp (the "
-            "MLP branch), norms (each norm and the Linear it feeds) or block (every run of ops between the "
-            "residual adds and the attention)");
+            "MLP branch), norms (each norm and the Linear it feeds) or block (every residual branch whole, "
+            "attention and experts included, keeping only the residual stream)");
   flags.add("device", run.device, "cpu or cuda");
   flags.add("checkpoint", run.checkpoint, "folder to save the training state in (none: no checkpoints)");
   flags.add("checkpoint-every", run.checkpoint_every, "steps between checkpoints", {1, 1'000'000'000});
