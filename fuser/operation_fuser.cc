@@ -300,16 +300,6 @@ void check_backward_result(const FusedBackward& result, const FusibleOp& fused, 
   }
 }
 
-// into += grad, out of place (grads in flight may be shared); an undefined grad counts as zero.
-void accumulate(Tensor& into, const Tensor& grad) {
-  if (!grad.defined()) return;
-  if (!into.defined()) {
-    into = grad;
-    return;
-  }
-  into = math::binary(math::BinaryOp::Add, into, grad);
-}
-
 // The call passes one extra input per unbound extra-input slot, in op order. A short list names
 // the op that the first missing one is for, so the caller knows which tensor they forgot.
 void check_extra_input_count(const ChannelPlan& plan, const std::vector<std::shared_ptr<BasicOp>>& ops,
@@ -433,12 +423,8 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
   for (size_t k = backward.ops.size(); k-- > 0;) {
     const auto& cover = backward.covers[k];
     std::vector<OpContext*> ctxs;
-    bool any_backward = false;
-    for (size_t i : cover) {
-      ctxs.push_back(&state.ctxs[i]);
-      any_backward |= state.ctxs[i].requires_backward();
-    }
-    if (!any_backward) {  // nothing earlier needs a grad either
+    for (size_t i : cover) ctxs.push_back(&state.ctxs[i]);
+    if (!any_requires_backward(ctxs)) {  // nothing earlier needs a grad either
       reached_input = false;
       break;
     }
@@ -457,9 +443,9 @@ std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector
         const ExtraInputSource& source = plan.inputs[i][s];
         const Tensor& g = result.grad_extra_inputs[c][s];
         if (source.caller_index >= 0) {
-          accumulate(input_grads[1 + source.caller_index], g);
+          math::accumulate(input_grads[1 + source.caller_index], g);
         } else if (source.producer.op < cover.front()) {  // a producer inside this op is wired by it
-          accumulate(extra_output_grads[source.producer.op][source.producer.slot], g);
+          math::accumulate(extra_output_grads[source.producer.op][source.producer.slot], g);
         }
       }
       if (!retain_graph) state.ctxs[i].clear_saved();  // free what forward saved as soon as it has been used

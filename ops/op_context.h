@@ -103,4 +103,12 @@ struct OpContext {
   SavedSummary (*summarize_)(const void*) = nullptr;
 };
 
+// Whether backward runs for any of a fused op's covered ops.
+inline bool any_requires_backward(const std::vector<OpContext*>& ctxs) {
+  for (const OpContext* ctx : ctxs) {
+    if (ctx->requires_backward()) return true;
+  }
+  return false;
+}
+
 }  // namespace fuselab

@@ -80,6 +80,11 @@ void scale_into(Tensor& out, const Tensor& x, double alpha) {
   });
 }
 
+void accumulate(Tensor& into, const Tensor& grad) {
+  if (!grad.defined()) return;
+  into = into.defined() ? binary(BinaryOp::Add, into, grad) : grad;
+}
+
 void add_(Tensor& y, const Tensor& x, double alpha) {
   check(x.shape() == y.shape() && x.dtype() == y.dtype() && x.device() == y.device(), "add_: ", x.shape(), " ",
         x.dtype(), " on ", x.device(), " into ", y.shape(), " ", y.dtype(), " on ", y.device());

@@ -27,6 +27,9 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name = 
 Tensor scaled(const Tensor& x, double alpha);
 void scale_into(Tensor& out, const Tensor& x, double alpha);  // out = alpha * x, same shapes; out may be x
 void add_(Tensor& y, const Tensor& x, double alpha = 1);  // y += alpha * x, same shapes
+// into += grad out of place, as grads are summed (one in flight may be shared); an undefined grad
+// counts as zero, and into undefined takes grad itself.
+void accumulate(Tensor& into, const Tensor& grad);
 // A grad summed back to a fast_broadcast operand of `shape` (any broadcast: reduce_to).
 Tensor sum_to(const Tensor& grad, Broadcast broadcast, const Shape& shape);
 Tensor activation(Activation act, const Tensor& x);

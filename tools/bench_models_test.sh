@@ -62,7 +62,7 @@ for model in charlm classify custom_fusion lm_head llama_block moe_block; do
     "$dir/$model.json" "$model"
 done
 
-# A skewed router: the Zipf law's experts still all run (16 experts, top 2).
+# A skewed router (--router-skew) builds and times (16 experts, top 2).
 "$bench" --model moe_block --tokens 64 --experts 16 --router-skew 12 --iters 1 --json "$dir/skewed.json" >/dev/null
 python3 -c 'import json, sys; [r] = json.load(open(sys.argv[1])); assert r["fused_fwd_bwd_ms"] > 0, r' "$dir/skewed.json"
 

@@ -52,9 +52,7 @@ FusedForward FlashAttention::fuser_forward(const std::vector<OpContext*>& ctxs, 
     return kernels::FlashAttentionForward<T>{s,      qkv.ptr<T>(),    y.ptr<T>(), lse.ptr<compute_t<T>>(), compute_t<T>(scale),
                                              scores.causal(), drop, rotary_view<T>(rotary)};
   });
-  bool backward = false;
-  for (const OpContext* ctx : ctxs) backward |= ctx->requires_backward();
-  if (backward) ctxs[0]->save<FlashAttentionSaved>() = {qkv, y, lse, drop, rotary};
+  if (any_requires_backward(ctxs)) ctxs[0]->save<FlashAttentionSaved>() = {qkv, y, lse, drop, rotary};
   TensorLists extra_outputs(basic_ops().size());
   // AttentionScores passes qkv on; rotated, it is never made, and the pattern lets it go nowhere else.
   extra_outputs[first] = {rotates() ? Tensor() : qkv};

@@ -31,12 +31,6 @@ OpContext without_backward(const OpContext& ctx) {
   return copy;
 }
 
-// into += grad, out of place (a grad in flight may be shared); an undefined grad counts as zero.
-void accumulate(Tensor& into, const Tensor& grad) {
-  if (!grad.defined()) return;
-  into = into.defined() ? math::binary(math::BinaryOp::Add, into, grad) : grad;
-}
-
 }  // namespace
 
 NamedTensors RecomputeSaved::tensors() const {
@@ -112,12 +106,7 @@ FusedForward Recompute::fuser_forward(const std::vector<OpContext*>& ctxs, const
   std::vector<OpContext*> scratch_ptrs;
   for (OpContext& ctx : scratch) scratch_ptrs.push_back(&ctx);
   FusedForward out = run_forward(scratch_ptrs, x, extra_inputs);
-  for (const OpContext* ctx : ctxs) {
-    if (ctx->requires_backward()) {
-      ctxs[0]->save<RecomputeSaved>() = {x, extra_inputs};
-      break;
-    }
-  }
+  if (any_requires_backward(ctxs)) ctxs[0]->save<RecomputeSaved>() = {x, extra_inputs};
   return out;
 }
 
@@ -138,9 +127,7 @@ FusedBackward Recompute::fuser_backward(const std::vector<OpContext*>& ctxs, con
   for (size_t k = run_.size(); k-- > 0;) {
     const size_t begin = first_[k], end = first_[k + 1];
     const std::vector<OpContext*> op_ctxs(ctxs.begin() + long(begin), ctxs.begin() + long(end));
-    bool any_backward = false;
-    for (const OpContext* ctx : op_ctxs) any_backward |= ctx->requires_backward();
-    if (!any_backward) {  // nor does anything before it, as in the Sequential's own backward
+    if (!any_requires_backward(op_ctxs)) {  // nor does anything before it, as in the Sequential's own backward
       grads.grad_input = Tensor();
       break;
     }
@@ -152,7 +139,7 @@ FusedBackward Recompute::fuser_backward(const std::vector<OpContext*>& ctxs, con
       for (size_t s = 0; s < producer_[i].size(); ++s) {
         const auto& p = producer_[i][s];
         if (!p) continue;  // from outside: the run's grad
-        if (p->op < begin) accumulate(output_grads[p->op][p->slot], grads.grad_extra_inputs[i][s]);
+        if (p->op < begin) math::accumulate(output_grads[p->op][p->slot], grads.grad_extra_inputs[i][s]);
         grads.grad_extra_inputs[i][s] = Tensor();
       }
       ctxs[i]->clear_saved();  // this op's activations are spent
