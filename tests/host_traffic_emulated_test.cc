@@ -9,6 +9,8 @@
 
 #include "autograd/functional.h"
 #include "examples/models.h"
+#include "ops/basic/router.h"
+#include "tensor/factories.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "tools/cuda_emulator/host_traffic.h"
@@ -45,6 +47,29 @@ TEST(HostTraffic, ATrainingStepReadsOnlyTheLoss) {
     EXPECT_EQ(cost.to_device, 0) << "step " << i + 2;
     EXPECT_EQ(cost.waits, 0) << "step " << i + 2;
   }
+}
+
+// The Router routes on the device: its forward and backward (the logits, the top-k, the weights, the
+// auxiliary losses and all their grads) copy nothing either way, once the allocator is warm.
+TEST(HostTraffic, TheRouterRoutesOnTheDevice) {
+  const Device cuda = Device::cuda(0);
+  Generator gen(4);
+  auto router = std::make_shared<Router>(8, 4, 2, RouterScore::Softmax, &gen, /*losses=*/true);
+  Sequential seq({router});
+  seq.to(cuda);
+  Tensor x = normal({16, 8}, 0, 1, DType::Float32, &gen).to(cuda);
+  x.set_requires_grad(true);
+  auto pass = [&] {
+    const SequentialOutput out = seq(x, {});
+    const Tensor& weights = out.extra_outputs.at(0);
+    backward(add(add(sum(mul(weights, weights)), out.extra_outputs.at(2)), out.extra_outputs.at(3)));
+  };
+  pass();
+  const HostTraffic before = host_traffic();
+  pass();
+  const HostTraffic cost = host_traffic() - before;
+  EXPECT_EQ(cost.to_host, 0);
+  EXPECT_EQ(cost.to_device, 0);
 }
 
 }  // namespace

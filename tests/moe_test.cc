@@ -186,6 +186,24 @@ TEST(MoEOps, RouterLossesAreSwitchsAndTheZLoss) {
   EXPECT_NEAR(out.extra_outputs.at(3).item(), z, 1e-12);
 }
 
+// The top-k lists the chosen experts largest logit first, a tie going to the lower expert.
+TEST(MoEOps, RouterPicksTheLargestLogitsFirstAndTiesToTheLowerExpert) {
+  for (const RouterScore score : {RouterScore::Softmax, RouterScore::Sigmoid}) {
+    auto router = std::make_shared<Router>(1, 5, 4, score);
+    router->weight() = from_vector<double>({1, 2, 2, 0, 2}, {5, 1});
+    Sequential seq({router});
+    const SequentialOutput out = seq(from_vector<double>({1}, {1, 1}), {});
+    EXPECT_EQ(out.extra_outputs.at(1).to_vector<int64_t>(), (std::vector<int64_t>{1, 2, 4, 0}));
+    const std::vector<double> w = out.extra_outputs.at(0).to_vector<double>();
+    const double total = 3 + std::exp(-1.0);  // the softmax over the chosen logits 2, 2, 2, 1
+    const std::vector<double> expected =
+        score == RouterScore::Softmax ? std::vector<double>{1 / total, 1 / total, 1 / total, std::exp(-1.0) / total}
+                                      : std::vector<double>{1 / (1 + std::exp(-2.0)), 1 / (1 + std::exp(-2.0)),
+                                                            1 / (1 + std::exp(-2.0)), 1 / (1 + std::exp(-1.0))};
+    for (size_t j = 0; j < w.size(); ++j) EXPECT_NEAR(w[j], expected[j], 1e-15);
+  }
+}
+
 TEST(MoEOps, BadRoutingIsAnErrorNamingTheOp) {
   expect_error([] { Router(4, 3, 4); }, {"Router", "top_k 4", "[1, 3]"});
   expect_error([] { MoEPermute(3, 0); }, {"MoEPermute", "top_k 0"});

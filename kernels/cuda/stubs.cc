@@ -20,6 +20,7 @@
 #include "kernels/norms.h"
 #include "kernels/optimizer_steps.h"
 #include "kernels/rotary.h"
+#include "kernels/router.h"
 #include "kernels/softmax.h"
 #include "kernels/gated_linear_unit.h"
 
@@ -81,6 +82,7 @@ FUSELAB_MOE_COMBINE_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_NORM_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_OPTIMIZER_STEP_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_ROTARY_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_ROUTER_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_SOFTMAX_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_GATED_LINEAR_UNIT_KERNELS(FUSELAB_CUDA_STUB)
 

@@ -1,0 +1,136 @@
+// A mixture of experts' routing (Router, ops/basic/router.h) in one visit of each row of the
+// logits l [rows, E]: the top-k, the routing weights and, for the auxiliary losses, the row's
+// softmax and log-sum-exp, fused as TransformerEngine's fused top-k with score function.
+//
+//   i_0 .. i_{k-1}: the k largest logits, largest first, ties to the lower expert
+//   softmax scores: w_j = e^(l_{i_j} - l_{i_0}) / sum_j' e^(l_{i_j'} - l_{i_0})
+//   sigmoid scores: w_j = 1 / (1 + e^(-l_{i_j}))
+//   with losses:    lse = l_{i_0} + log sum_e e^(l_e - l_{i_0}),  p_e = e^(l_e - lse)
+//
+// Backward, per row, with g = dweights (the experts not chosen get 0 from it):
+//   softmax: dl_{i_j} = w_j (g_j - sum_j' w_j' g_j'),   sigmoid: dl_{i_j} = g_j w_j (1 - w_j)
+// and with the losses' grads gb (load balancing) and gz (z-loss), the shares f [E] and n rows:
+//   dl_e += gb (E / n) p_e (f_e - <p, f>) + gz (2 / n) lse p_e
+//
+// RouterLosses: f_e = (copies that chose e) / (n k), balance = E sum_e f_e mean_r p_re (Switch,
+// Mixtral), z = mean_r lse_r^2 (ST-MoE); both 0 over no rows.
+//
+// The row math is written once below for both backends. Kernels: kernels/cpu/router.cc and
+// kernels/cuda/router.cu (a thread per row; the losses in one block, in a fixed order).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/host_device.h"
+#include "kernels/kernel.h"
+
+namespace fuselab::kernels {
+
+template <class T>
+struct RouterForward {
+  const T* logits;   // [rows, E]
+  T* weights;        // [rows, k]
+  int64_t* indices;  // [rows, k]
+  T* probs;          // [rows, E] with losses, else null
+  T* lse;            // [rows] with losses, else null
+  int64_t rows, experts, k;
+  bool sigmoid;
+  FUSELAB_KERNEL_ENTRY_POINTS;
+};
+
+template <class T>
+struct RouterBackward {
+  const T* dweights;  // [rows, k], or null when nothing used the weights
+  const T* weights;
+  const int64_t* indices;
+  const T* probs;     // with losses, else null (then the three below are unused)
+  const T* lse;
+  const T* shares;    // f [E]
+  const T* dbalance;  // one element each, on the kernel's device, or null
+  const T* dz;
+  T* dlogits;  // [rows, E]
+  int64_t rows, experts, k;
+  bool sigmoid;
+  FUSELAB_KERNEL_ENTRY_POINTS;
+};
+
+template <class T>
+struct RouterLosses {
+  const int64_t* indices;  // [rows, k]
+  const T* probs;          // [rows, E]
+  const T* lse;            // [rows]
+  T* shares;               // f [E]
+  T* balance;              // one element
+  T* z;                    // one element
+  int64_t rows, experts, k;
+  FUSELAB_KERNEL_ENTRY_POINTS;
+};
+
+#define FUSELAB_ROUTER_KERNELS(X)        \
+  X(RouterForward, FUSELAB_FLOAT_DOUBLE) \
+  X(RouterBackward, FUSELAB_FLOAT_DOUBLE) \
+  X(RouterLosses, FUSELAB_FLOAT_DOUBLE)
+
+// Whether expert a comes before expert b in the row's order: the larger logit, then the lower index.
+template <class T>
+FUSELAB_HOST_DEVICE inline bool routes_before(const T* l, int64_t a, int64_t b) {
+  return l[a] > l[b] || (l[a] == l[b] && a < b);
+}
+
+// One row of RouterForward. Pick j is the first expert in the order after pick j - 1: k passes over
+// the row and no memory of what was picked.
+template <class T>
+FUSELAB_HOST_DEVICE inline void route_row(const T* l, int64_t experts, int64_t k, bool sigmoid, T* w, int64_t* index,
+                                          T* probs, T* lse) {
+  using std::exp;  // float's overloads on the host; nvcc's on the device
+  using std::log;
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t best = -1;
+    for (int64_t e = 0; e < experts; ++e) {
+      if (j > 0 && !routes_before(l, index[j - 1], e)) continue;
+      if (best < 0 || routes_before(l, e, best)) best = e;
+    }
+    index[j] = best;
+  }
+  const T top = l[index[0]];
+  T total = T(0);
+  for (int64_t j = 0; j < k; ++j) {
+    w[j] = sigmoid ? T(1) / (T(1) + exp(-l[index[j]])) : exp(l[index[j]] - top);
+    total += w[j];
+  }
+  if (!sigmoid) {
+    for (int64_t j = 0; j < k; ++j) w[j] /= total;
+  }
+  if (probs == nullptr) return;
+  T sum = T(0);
+  for (int64_t e = 0; e < experts; ++e) sum += exp(l[e] - top);
+  *lse = top + log(sum);
+  for (int64_t e = 0; e < experts; ++e) probs[e] = exp(l[e] - *lse);
+}
+
+// One row of RouterBackward (`r` its index, for the row's pointers).
+template <class T>
+FUSELAB_HOST_DEVICE inline void route_row_backward(const RouterBackward<T>& a, int64_t r) {
+  const int64_t E = a.experts, k = a.k;
+  T* dl = a.dlogits + r * E;
+  for (int64_t e = 0; e < E; ++e) dl[e] = T(0);
+  if (a.probs != nullptr && (a.dbalance != nullptr || a.dz != nullptr)) {
+    const T* p = a.probs + r * E;
+    const T gb = a.dbalance ? *a.dbalance * T(E) / T(a.rows) : T(0);
+    const T gz = a.dz ? *a.dz * T(2) / T(a.rows) * a.lse[r] : T(0);
+    T pf = T(0);
+    for (int64_t e = 0; e < E; ++e) pf += p[e] * a.shares[e];
+    for (int64_t e = 0; e < E; ++e) dl[e] = gb * p[e] * (a.shares[e] - pf) + gz * p[e];
+  }
+  if (a.dweights == nullptr) return;
+  const T* w = a.weights + r * k;
+  const T* g = a.dweights + r * k;
+  T weighted = T(0);
+  for (int64_t j = 0; j < k; ++j) weighted += w[j] * g[j];
+  for (int64_t j = 0; j < k; ++j) {
+    dl[a.indices[r * k + j]] += a.sigmoid ? g[j] * w[j] * (T(1) - w[j]) : w[j] * (g[j] - weighted);
+  }
+}
+
+}  // namespace fuselab::kernels
