@@ -15,6 +15,7 @@
 #include "ops/fused/forward_linear_bias_add.h"
 #include "ops/fused/forward_linear_gated_linear_unit.h"
 #include "ops/fused/forward_linear_scale_add.h"
+#include "ops/fused/grouped_mlp.h"
 #include "ops/fused/lm_head_cross_entropy.h"
 
 namespace fuselab {
@@ -33,6 +34,7 @@ const bool kRegistered = [] {
       backward_activation_bias_fusion(),
       backward_add_norm_fusion(),
       flash_attention_fusion(),
+      grouped_mlp_fusion(),
       lm_head_cross_entropy_fusion(),
   };
   for (const FusionDefinition& fusion : builtins) {

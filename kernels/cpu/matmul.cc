@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
-#include "kernels/cpu/threading.h"
+#include "kernels/cpu/groups.h"
 
 namespace fuselab::kernels {
 
@@ -29,10 +29,8 @@ void Matmul<T>::cpu(KernelContext&) const {
 
 template <class T>
 void GroupedMatmul<T>::cpu(KernelContext&) const {
-  std::vector<int64_t> start(size_t(groups) + 1, 0);
-  for (int64_t g = 0; g < groups; ++g) start[size_t(g + 1)] = start[size_t(g)] + sizes[g];
-  const int64_t busy = std::count_if(sizes, sizes + groups, [](int64_t rows) { return rows > 0; });
-  auto product = [&](int64_t g) {
+  const std::vector<int64_t> start = cpu::group_starts(sizes, groups);
+  cpu::for_each_group(sizes, groups, [&](int64_t g, int) {
     const int64_t rows = sizes[g], first = start[size_t(g)];
     if (weight_grad) {
       T* out_g = out + g * a_cols * out_cols;
@@ -46,13 +44,7 @@ void GroupedMatmul<T>::cpu(KernelContext&) const {
       cpu::gemm<T>(false, transpose_w, rows, out_cols, a_cols, T(1), a + first * a_cols, a_cols,
                    w + g * a_cols * out_cols, transpose_w ? a_cols : out_cols, T(0), out + first * out_cols, out_cols);
     }
-  };
-  if (busy >= cpu::num_threads()) {
-#pragma omp parallel for schedule(dynamic)
-    for (int64_t g = 0; g < groups; ++g) product(g);
-  } else {
-    for (int64_t g = 0; g < groups; ++g) product(g);
-  }
+  });
 }
 
 FUSELAB_MATMUL_KERNELS(FUSELAB_INSTANTIATE_CPU)

@@ -14,6 +14,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
 #include "kernels/flash_attention.h"
+#include "kernels/grouped_mlp.h"
 #include "kernels/linear_epilogue.h"
 #include "kernels/matmul.h"
 #include "kernels/moe_combine.h"
@@ -76,6 +77,7 @@ FUSELAB_DROPOUT_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_ELEMENTWISE_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_EMBEDDING_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_FLASH_ATTENTION_KERNELS(FUSELAB_CUDA_STUB)
+FUSELAB_GROUPED_MLP_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_LINEAR_EPILOGUE_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_MATMUL_KERNELS(FUSELAB_CUDA_STUB)
 FUSELAB_MOE_COMBINE_KERNELS(FUSELAB_CUDA_STUB)

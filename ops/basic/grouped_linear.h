@@ -31,6 +31,8 @@ class GroupedLinear : public BasicOp {
                 bool bias = false);
   int num_extra_inputs() const override { return 1; }  // the groups' sizes
   int64_t groups() const { return groups_; }
+  int64_t in_features() const { return in_; }
+  int64_t out_features() const { return out_; }
   Tensor& weight() { return parameter(0); }
   bool has_bias() const { return parameters().size() == 2; }
   Tensor& bias() { return parameter(1); }  // [G, out], with a bias
