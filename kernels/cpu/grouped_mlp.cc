@@ -44,15 +44,17 @@ void each_expert(KernelContext& ctx, const int64_t* sizes, int64_t groups, int64
 template <class T>
 void GroupedMlpForward<T>::cpu(KernelContext& ctx) const {
   const CpuOps<T> ops{gate, hidden, ctx};
-  each_expert<T>(ctx, sizes, groups, hidden,
-                 [&](int64_t g, int64_t first, T* buffer) { grouped_mlp_forward_expert(*this, ops, g, first, buffer); });
+  each_expert<T>(ctx, sizes, groups, hidden, [&](int64_t g, int64_t first, T* buffer) {
+    grouped_mlp_forward_expert(*this, ops, g, first, buffer);
+  });
 }
 
 template <class T>
 void GroupedMlpBackward<T>::cpu(KernelContext& ctx) const {
   const CpuOps<T> ops{gate, hidden, ctx};
-  each_expert<T>(ctx, sizes, groups, hidden,
-                 [&](int64_t g, int64_t first, T* buffer) { grouped_mlp_backward_expert(*this, ops, g, first, buffer); });
+  each_expert<T>(ctx, sizes, groups, hidden, [&](int64_t g, int64_t first, T* buffer) {
+    grouped_mlp_backward_expert(*this, ops, g, first, buffer);
+  });
 }
 
 FUSELAB_GROUPED_MLP_KERNELS(FUSELAB_INSTANTIATE_CPU)

@@ -7,11 +7,12 @@
 #include "kernels/gated_linear_unit.h"
 #include "kernels/grouped_mlp.h"
 
-namespace fuselab::kernels {
-namespace {
+// Named, not in an anonymous namespace: the emulator compiles this file pasted into another, where
+// an entry point's lambda may not capture a type of internal linkage.
+namespace fuselab::kernels::cuda {
 
 template <class T>
-struct CudaOps {
+struct GroupedMlpOps {
   Activation gate;
   int64_t hidden;
   KernelContext& ctx;
@@ -28,25 +29,29 @@ struct CudaOps {
 
 // Runs chain(g, first, buffer) for every expert in order, with one buffer for all.
 template <class T, class Chain>
-void each_expert(KernelContext& ctx, const int64_t* sizes, int64_t groups, int64_t hidden, Chain&& chain) {
+void each_grouped_mlp_expert(KernelContext& ctx, const int64_t* sizes, int64_t groups, int64_t hidden, Chain&& chain) {
   T* buffer = ctx.scratch<T>(grouped_mlp_buffer(*std::max_element(sizes, sizes + groups), hidden));
   for (int64_t g = 0, first = 0; g < groups; first += sizes[g], ++g) chain(g, first, buffer);
 }
 
-}  // namespace
+}  // namespace fuselab::kernels::cuda
+
+namespace fuselab::kernels {
 
 template <class T>
 void GroupedMlpForward<T>::cuda(KernelContext& ctx) const {
-  const CudaOps<T> ops{gate, hidden, ctx};
-  each_expert<T>(ctx, sizes, groups, hidden,
-                 [&](int64_t g, int64_t first, T* buffer) { grouped_mlp_forward_expert(*this, ops, g, first, buffer); });
+  const cuda::GroupedMlpOps<T> ops{gate, hidden, ctx};
+  cuda::each_grouped_mlp_expert<T>(ctx, sizes, groups, hidden, [&](int64_t g, int64_t first, T* buffer) {
+    grouped_mlp_forward_expert(*this, ops, g, first, buffer);
+  });
 }
 
 template <class T>
 void GroupedMlpBackward<T>::cuda(KernelContext& ctx) const {
-  const CudaOps<T> ops{gate, hidden, ctx};
-  each_expert<T>(ctx, sizes, groups, hidden,
-                 [&](int64_t g, int64_t first, T* buffer) { grouped_mlp_backward_expert(*this, ops, g, first, buffer); });
+  const cuda::GroupedMlpOps<T> ops{gate, hidden, ctx};
+  cuda::each_grouped_mlp_expert<T>(ctx, sizes, groups, hidden, [&](int64_t g, int64_t first, T* buffer) {
+    grouped_mlp_backward_expert(*this, ops, g, first, buffer);
+  });
 }
 
 FUSELAB_GROUPED_MLP_KERNELS(FUSELAB_INSTANTIATE_CUDA)
