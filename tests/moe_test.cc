@@ -146,30 +146,39 @@ struct ChosenRouting {
   std::vector<int64_t> chosen;  // [rows, top_k]
 };
 
+// The permute, the experts' MLP of `hidden` and the unpermute in `dtype`, routed as `r` says: the
+// GroupedMlp fusion against the basic ops.
+void expect_grouped_mlp_matches(const ChosenRouting& r, int64_t hidden, DType dtype) {
+  const int64_t rows = int64_t(r.chosen.size()) / r.top_k, width = 5;
+  Generator gen(21);
+  auto permute = std::make_shared<MoEPermute>(r.experts, r.top_k);
+  permute->set_extra_output_channel(0, "sizes", /*to_caller=*/false);
+  permute->set_extra_output_channel(1, "slots", false);
+  auto up = std::make_shared<GroupedLinear>(r.experts, width, 2 * hidden, &gen);
+  auto down = std::make_shared<GroupedLinear>(r.experts, hidden, width, &gen);
+  up->set_extra_input_channel(0, "sizes");
+  down->set_extra_input_channel(0, "sizes");
+  auto unpermute = std::make_shared<MoEUnpermute>(r.top_k);
+  unpermute->set_extra_input_channel(1, "slots");
+  Sequential seq({permute, up, std::make_shared<SwiGLU>(), down, unpermute});
+  seq.to(dtype);
+  const Tensor x = normal({rows, width}, 0, 1, dtype, &gen);
+  const Tensor weights = uniform({rows, r.top_k}, 0, 1, dtype, &gen);
+  const FusionCheckResult result =
+      check_fusion("GroupedMlp", seq, x, {from_vector<int64_t>(r.chosen, {rows, r.top_k}), weights});
+  EXPECT_TRUE(result.ok) << dtype_name(dtype) << ": " << result.problem << "\n" << result.lists;
+}
+
 class GroupedMlpFusion : public ::testing::TestWithParam<ChosenRouting> {};
 
 TEST_P(GroupedMlpFusion, MatchesTheBasicOps) {
-  const ChosenRouting r = GetParam();
-  const int64_t rows = int64_t(r.chosen.size()) / r.top_k, width = 5, hidden = 3;
-  for (const DType dtype : {DType::Float64, DType::Float32}) {
-    Generator gen(21);
-    auto permute = std::make_shared<MoEPermute>(r.experts, r.top_k);
-    permute->set_extra_output_channel(0, "sizes", /*to_caller=*/false);
-    permute->set_extra_output_channel(1, "slots", false);
-    auto up = std::make_shared<GroupedLinear>(r.experts, width, 2 * hidden, &gen);
-    auto down = std::make_shared<GroupedLinear>(r.experts, hidden, width, &gen);
-    up->set_extra_input_channel(0, "sizes");
-    down->set_extra_input_channel(0, "sizes");
-    auto unpermute = std::make_shared<MoEUnpermute>(r.top_k);
-    unpermute->set_extra_input_channel(1, "slots");
-    Sequential seq({permute, up, std::make_shared<SwiGLU>(), down, unpermute});
-    seq.to(dtype);
-    const Tensor x = normal({rows, width}, 0, 1, dtype, &gen);
-    const Tensor weights = uniform({rows, r.top_k}, 0, 1, dtype, &gen);
-    const FusionCheckResult result =
-        check_fusion("GroupedMlp", seq, x, {from_vector<int64_t>(r.chosen, {rows, r.top_k}), weights});
-    EXPECT_TRUE(result.ok) << dtype_name(dtype) << ": " << result.problem << "\n" << result.lists;
-  }
+  for (const DType dtype : {DType::Float64, DType::Float32}) expect_grouped_mlp_matches(GetParam(), 3, dtype);
+}
+
+// At hidden 1024 in float32 a chunk is 341 rows: an expert of 700 rows goes in three, its weight
+// grads summed over them.
+TEST(GroupedMlpFusion, AnExpertOfManyRowsGoesInChunks) {
+  expect_grouped_mlp_matches({"chunks", 2, 1, std::vector<int64_t>(700, 1)}, 1024, DType::Float32);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -18,9 +18,9 @@ struct CpuOps {
   Activation gate;
   int64_t hidden;
   KernelContext& ctx;
-  void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-            int64_t ldc) const {
-    cpu::gemm<T>(ta, tb, m, n, k, T(1), a, lda, b, ldb, T(0), c, ldc);
+  void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+            T beta, T* c, int64_t ldc) const {
+    cpu::gemm<T>(ta, tb, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc);
   }
   void glu(const T* u, T* a, int64_t rows) const { GatedLinearUnitForward<T>{gate, u, a, rows, hidden}.cpu(ctx); }
   void glu_backward(const T* u, const T* da, T* du, int64_t rows) const {
@@ -33,7 +33,7 @@ struct CpuOps {
 template <class T, class Chain>
 void each_expert(KernelContext& ctx, const int64_t* sizes, int64_t groups, int64_t hidden, Chain&& chain) {
   const std::vector<int64_t> start = cpu::group_starts(sizes, groups);
-  const int64_t buffer = grouped_mlp_buffer(*std::max_element(sizes, sizes + groups), hidden);
+  const int64_t buffer = grouped_mlp_buffer<T>(*std::max_element(sizes, sizes + groups), hidden);
   T* buffers = ctx.scratch<T>(cpu::group_workers(sizes, groups) * buffer);
   cpu::for_each_group(sizes, groups,
                       [&](int64_t g, int worker) { chain(g, start[size_t(g)], buffers + worker * buffer); });

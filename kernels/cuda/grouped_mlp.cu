@@ -16,9 +16,9 @@ struct GroupedMlpOps {
   Activation gate;
   int64_t hidden;
   KernelContext& ctx;
-  void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-            int64_t ldc) const {
-    cuda::gemm<T>(ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, ldc, ctx.device);
+  void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
+            T beta, T* c, int64_t ldc) const {
+    cuda::gemm<T>(ta, tb, m, n, k, 1, a, lda, b, ldb, beta, c, ldc, ctx.device);
   }
   void glu(const T* u, T* a, int64_t rows) const { GatedLinearUnitForward<T>{gate, u, a, rows, hidden}.cuda(ctx); }
   void glu_backward(const T* u, const T* da, T* du, int64_t rows) const {
@@ -30,7 +30,7 @@ struct GroupedMlpOps {
 // Runs chain(g, first, buffer) for every expert in order, with one buffer for all.
 template <class T, class Chain>
 void each_grouped_mlp_expert(KernelContext& ctx, const int64_t* sizes, int64_t groups, int64_t hidden, Chain&& chain) {
-  T* buffer = ctx.scratch<T>(grouped_mlp_buffer(*std::max_element(sizes, sizes + groups), hidden));
+  T* buffer = ctx.scratch<T>(grouped_mlp_buffer<T>(*std::max_element(sizes, sizes + groups), hidden));
   for (int64_t g = 0, first = 0; g < groups; first += sizes[g], ++g) chain(g, first, buffer);
 }
 
