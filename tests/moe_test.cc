@@ -13,7 +13,6 @@
 #include "autograd/gradcheck.h"
 #include "fuser/fusion_check.h"
 #include "fuser/sequential.h"
-#include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/grouped_linear.h"
 #include "ops/basic/moe_mlp.h"
 #include "ops/basic/moe_permute.h"
@@ -151,16 +150,7 @@ struct ChosenRouting {
 void expect_grouped_mlp_matches(const ChosenRouting& r, int64_t hidden, DType dtype) {
   const int64_t rows = int64_t(r.chosen.size()) / r.top_k, width = 5;
   Generator gen(21);
-  auto permute = std::make_shared<MoEPermute>(r.experts, r.top_k);
-  permute->set_extra_output_channel(0, "sizes", /*to_caller=*/false);
-  permute->set_extra_output_channel(1, "slots", false);
-  auto up = std::make_shared<GroupedLinear>(r.experts, width, 2 * hidden, &gen);
-  auto down = std::make_shared<GroupedLinear>(r.experts, hidden, width, &gen);
-  up->set_extra_input_channel(0, "sizes");
-  down->set_extra_input_channel(0, "sizes");
-  auto unpermute = std::make_shared<MoEUnpermute>(r.top_k);
-  unpermute->set_extra_input_channel(1, "slots");
-  Sequential seq({permute, up, std::make_shared<SwiGLU>(), down, unpermute});
+  Sequential seq(moe_experts({width, hidden, r.experts, r.top_k}, "moe", gen).ops);
   seq.to(dtype);
   const Tensor x = normal({rows, width}, 0, 1, dtype, &gen);
   const Tensor weights = uniform({rows, r.top_k}, 0, 1, dtype, &gen);

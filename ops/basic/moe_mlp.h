@@ -28,9 +28,14 @@ struct MoEMlpConfig {
 struct MoEMlp {
   std::shared_ptr<Router> router;
   std::shared_ptr<GroupedLinear> up, down;
-  std::vector<std::shared_ptr<BasicOp>> ops;  // the six ops above
+  std::vector<std::shared_ptr<BasicOp>> ops;  // in order: the six ops above (moe_experts: the last five)
 };
 
 MoEMlp moe_mlp(const MoEMlpConfig& config, const std::string& name, Generator& gen);
+
+// The experts alone, the five ops after the Router (MoEPermute to MoEUnpermute; `router` null),
+// wired among themselves: the expert indices (MoEPermute's extra input) and the routing weights
+// (MoEUnpermute's first) come from the caller, or from channels the caller names.
+MoEMlp moe_experts(const MoEMlpConfig& config, const std::string& name, Generator& gen);
 
 }  // namespace fuselab

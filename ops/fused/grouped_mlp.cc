@@ -3,7 +3,7 @@
 #include "kernels/grouped_mlp.h"
 #include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/grouped_linear.h"
-#include "ops/basic/moe_permute.h"
+#include "ops/basic/moe_mlp.h"
 #include "ops/fusion_pattern.h"
 #include "tensor/factories.h"
 #include "tensor/launch.h"
@@ -121,16 +121,7 @@ FusionDefinition grouped_mlp_fusion() {
   return {"GroupedMlp", Pass::ForwardBackward, fuse_pattern(std::move(pattern)),
           [](int64_t rows, int64_t width, DType dtype, Generator& gen) {
             const int64_t experts = 2 + rows % 3, top_k = 1 + rows % 2, hidden = 1 + width % 5;
-            auto permute = std::make_shared<MoEPermute>(experts, top_k);
-            permute->set_extra_output_channel(0, "sizes", /*to_caller=*/false);
-            permute->set_extra_output_channel(1, "slots", false);
-            auto up = std::make_shared<GroupedLinear>(experts, width, 2 * hidden, &gen);
-            auto down = std::make_shared<GroupedLinear>(experts, hidden, width, &gen);
-            up->set_extra_input_channel(0, "sizes");
-            down->set_extra_input_channel(0, "sizes");
-            auto unpermute = std::make_shared<MoEUnpermute>(top_k);
-            unpermute->set_extra_input_channel(1, "slots");
-            std::vector<std::shared_ptr<BasicOp>> ops{permute, up, std::make_shared<SwiGLU>(), down, unpermute};
+            std::vector<std::shared_ptr<BasicOp>> ops = moe_experts({width, hidden, experts, top_k}, "moe", gen).ops;
             for (const auto& op : ops) op->to(dtype);
             std::vector<int64_t> chosen(size_t(rows * top_k));
             for (int64_t r = 0; r < rows; ++r) {  // top_k distinct experts per row
