@@ -80,10 +80,11 @@ int64_t grouped_mlp_chunk_rows(int64_t rows, int64_t hidden) {
   const int64_t most = grouped_mlp_chunk<T>(hidden), chunks = (rows + most - 1) / most;
   return chunks > 1 ? (rows + chunks - 1) / chunks : rows;
 }
-// Elements of a buffer for the chunks of any expert of at most `rows` rows.
+// Elements of a buffer for the chunks of any of the experts.
 template <class T>
-int64_t grouped_mlp_buffer(int64_t rows, int64_t hidden) {
-  return std::min(rows, grouped_mlp_chunk<T>(hidden)) * 3 * hidden;
+int64_t grouped_mlp_buffer(const int64_t* sizes, int64_t groups, int64_t hidden) {
+  const int64_t most = groups > 0 ? *std::max_element(sizes, sizes + groups) : 0;
+  return std::min(most, grouped_mlp_chunk<T>(hidden)) * 3 * hidden;
 }
 
 // The chain of expert g, whose rows start at `first`, for a backend's Ops: gemm(ta, tb, m, n, k, a,

@@ -73,9 +73,13 @@ struct RouterLosses {
   X(RouterLosses, FUSELAB_FLOAT_DOUBLE)
 
 // Whether expert a comes before expert b in the row's order: the larger logit, then the lower index.
+// A NaN logit counts as the largest (as torch.topk has it), so the order is total and every pick is
+// an expert: a diverged row routes to real experts with NaN weights, never out of range.
 template <class T>
 FUSELAB_HOST_DEVICE inline bool routes_before(const T* l, int64_t a, int64_t b) {
-  return l[a] > l[b] || (l[a] == l[b] && a < b);
+  const bool nan_a = l[a] != l[a], nan_b = l[b] != l[b];
+  if (nan_a != nan_b) return nan_a;
+  return (!nan_a && l[a] > l[b]) || ((nan_a || l[a] == l[b]) && a < b);
 }
 
 // One row of RouterForward. Pick j is the first expert in the order after pick j - 1: k passes over
@@ -103,10 +107,10 @@ FUSELAB_HOST_DEVICE inline void route_row(const T* l, int64_t experts, int64_t k
     for (int64_t j = 0; j < k; ++j) w[j] /= total;
   }
   if (probs == nullptr) return;
-  T sum = T(0);
-  for (int64_t e = 0; e < experts; ++e) sum += exp(l[e] - top);
+  T sum = T(0);  // the largest logit is the first pick: each exponential once, then scaled
+  for (int64_t e = 0; e < experts; ++e) sum += probs[e] = exp(l[e] - top);
   *lse = top + log(sum);
-  for (int64_t e = 0; e < experts; ++e) probs[e] = exp(l[e] - *lse);
+  for (int64_t e = 0; e < experts; ++e) probs[e] /= sum;
 }
 
 // One row of RouterBackward (`r` its index, for the row's pointers).

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "autograd/functional.h"
@@ -275,6 +276,20 @@ TEST(MoEOps, RouterPicksTheLargestLogitsFirstAndTiesToTheLowerExpert) {
                                                             1 / (1 + std::exp(-2.0)), 1 / (1 + std::exp(-1.0))};
     for (size_t j = 0; j < w.size(); ++j) EXPECT_NEAR(w[j], expected[j], 1e-15);
   }
+}
+
+// A diverged row (a NaN logit) still routes to k distinct experts in range, NaN first, so nothing
+// after the Router indexes outside its experts; its weights are NaN, for the loss to show it.
+TEST(MoEOps, ARouterRoutesANaNRowToExpertsInRange) {
+  auto router = std::make_shared<Router>(2, 4, 3, RouterScore::Softmax, nullptr, /*losses=*/true);
+  router->weight() = from_vector<double>({1, 0, 0, 1, 2, 0, 0, 2}, {4, 2});
+  Sequential seq({router});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const SequentialOutput out = seq(from_vector<double>({nan, 1, 1, 1}, {2, 2}), {});
+  const std::vector<int64_t> chosen = out.extra_outputs.at(1).to_vector<int64_t>();
+  // Row 0's logits are all NaN (NaN times 0 is NaN): experts 0, 1, 2. Row 1's are 1, 1, 2, 2.
+  EXPECT_EQ(chosen, (std::vector<int64_t>{0, 1, 2, 2, 3, 0}));
+  EXPECT_TRUE(std::isnan(out.extra_outputs.at(0).to_vector<double>()[0]));
 }
 
 TEST(MoEOps, BadRoutingIsAnErrorNamingTheOp) {

@@ -33,7 +33,7 @@ struct CpuOps {
 template <class T, class Chain>
 void each_expert(KernelContext& ctx, const int64_t* sizes, int64_t groups, int64_t hidden, Chain&& chain) {
   const std::vector<int64_t> start = cpu::group_starts(sizes, groups);
-  const int64_t buffer = grouped_mlp_buffer<T>(*std::max_element(sizes, sizes + groups), hidden);
+  const int64_t buffer = grouped_mlp_buffer<T>(sizes, groups, hidden);
   T* buffers = ctx.scratch<T>(cpu::group_workers(sizes, groups) * buffer);
   cpu::for_each_group(sizes, groups,
                       [&](int64_t g, int worker) { chain(g, start[size_t(g)], buffers + worker * buffer); });

@@ -1,6 +1,5 @@
 // The CUDA body of kernels/grouped_mlp.h: the experts one after another, cuBLASLt for the GEMMs
 // and the GLU kernels of kernels/cuda/gated_linear_unit.cu.
-#include <algorithm>
 
 #include "kernels/cuda/device_api.h"
 #include "kernels/cuda/gemm.h"
@@ -30,7 +29,7 @@ struct GroupedMlpOps {
 // Runs chain(g, first, buffer) for every expert in order, with one buffer for all.
 template <class T, class Chain>
 void each_grouped_mlp_expert(KernelContext& ctx, const int64_t* sizes, int64_t groups, int64_t hidden, Chain&& chain) {
-  T* buffer = ctx.scratch<T>(grouped_mlp_buffer<T>(*std::max_element(sizes, sizes + groups), hidden));
+  T* buffer = ctx.scratch<T>(grouped_mlp_buffer<T>(sizes, groups, hidden));
   for (int64_t g = 0, first = 0; g < groups; first += sizes[g], ++g) chain(g, first, buffer);
 }
 
