@@ -77,7 +77,9 @@ TEST(FlashAttention, MatchesUnfusedOnOutputAndGrads) {
   for (const Attention& a : {Attention{2, 5, 2, 3, true}, Attention{2, 5, 2, 3, false}, Attention{1, 1, 1, 4, true},
                              Attention{1, 100, 1, 8, true}, Attention{2, 70, 3, 5, false},
                              Attention{2, 70, 4, 5, true, 2}, Attention{1, 67, 3, 4, false, 1},
-                             Attention{2, 70, 4, 6, true, 2, true}, Attention{1, 5, 2, 4, false, 0, true}}) {
+                             Attention{2, 70, 4, 6, true, 2, true}, Attention{1, 5, 2, 4, false, 0, true},
+                             // more keys than one of the CPU forward's key tiles (256), not a multiple
+                             Attention{1, 300, 2, 4, true, 1, true}, Attention{1, 300, 2, 4, false}}) {
     for (DType dtype : {DType::Float64, DType::Float32}) {
       for (bool training : {false, true}) {
         SCOPED_TRACE("T " + std::to_string(a.tokens) + " " + a.attention_heads().describe() +

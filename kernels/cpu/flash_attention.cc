@@ -1,8 +1,8 @@
-// The CPU bodies of kernels/flash_attention.h, on tiles of 64 queries by 64 keys whose products
+// The CPU bodies of kernels/flash_attention.h, on tiles of queries by keys whose products
 // are GEMMs in compute_t<T> (kernels/cpu/gemm.h) on the head's rows where they lie (bfloat16 rows
-// are widened to float32 first). The forward runs one job per (batch, head, query tile) in
-// parallel; the backward one job per (batch, key head), its tiles in a fixed order, so every sum is
-// deterministic at any thread count.
+// are widened to float32 first). The forward turns (and widens) each key head once, then runs one
+// job per (batch, head, query tile) in parallel; the backward one job per (batch, key head), its
+// tiles in a fixed order, so every sum is deterministic at any thread count.
 #include "kernels/flash_attention.h"
 
 #include <algorithm>
@@ -22,7 +22,13 @@
 namespace fuselab::kernels {
 namespace {
 
-constexpr int64_t kTile = 64;  // queries and keys per tile
+// The forward's tiles are 64 queries by up to 256 keys: its products sum over keys (p v) or are
+// as wide as the keys (q k^T), so longer key tiles make fewer, larger GEMMs (the forward took 0.87x
+// the time of 64 by 64 tiles; the causal diagonal wastes no more, since a query tile's last key
+// tile ends at its last query). The backward's products also sum over queries (p^T dy, ds^T q): it
+// keeps square tiles, longer query tiles measured no faster there.
+constexpr int64_t kForwardQueries = 64, kForwardKeys = 256;
+constexpr int64_t kBackwardTile = 64;
 
 // Rows of one head's q, k, v, y or dy in compute_t<T>: row i at data + i * ld.
 template <class C>
@@ -32,40 +38,36 @@ struct HeadRows {
   const C* row(int64_t i) const { return data + i * ld; }
 };
 
-// Rows [from, to) of a head (rows of `ld` elements, the head at column 0 of `x`), renumbered from
-// 0: the rows where they lie when T is already C, else widened into `buffer` as [to - from, d].
-template <class C, class T>
-HeadRows<C> head_rows(const T* x, int64_t ld, int64_t from, int64_t to, int64_t d, std::vector<C>& buffer) {
-  if constexpr (std::is_same_v<C, T>) {
-    return {x + from * ld, ld};
-  } else {
-    buffer.resize(size_t((to - from) * d));
-    for (int64_t i = from; i < to; ++i) {
-      C* out = buffer.data() + (i - from) * d;
-      const T* in = x + i * ld;
-#pragma omp simd
-      for (int64_t e = 0; e < d; ++e) out[e] = C(in[e]);
-    }
-    return {buffer.data(), d};
-  }
-}
-
-// Rows [from, to) of a query or key head as head_rows gives them, turned by the rotary angles of
-// their positions when there are tables (then always in `buffer`).
+// Rows [from, to) of a query or key head (rows of `ld` elements, the head at column 0 of `x`),
+// renumbered from 0: where they lie when T is already C and there are no rotary tables, else
+// widened and turned by the rotary angles of their positions into `buffer` as [to - from, d].
 template <class C, class T>
 HeadRows<C> rotated_head_rows(const T* x, int64_t ld, int64_t from, int64_t to, int64_t d,
                               const FlashRotary<C>& rotary, std::vector<C>& buffer) {
-  if (!rotary.active()) return head_rows(x, ld, from, to, d, buffer);
+  if constexpr (std::is_same_v<C, T>) {
+    if (!rotary.active()) return {x + from * ld, ld};
+  }
   const int64_t half = d / 2;
   buffer.resize(size_t((to - from) * d));
   for (int64_t i = from; i < to; ++i) {
     const T* in = x + i * ld;
     C* out = buffer.data() + (i - from) * d;
-    const C *c = rotary.cos + i * half, *s = rotary.sin + i * half;
+    if (rotary.active()) {
+      const C *c = rotary.cos + i * half, *s = rotary.sin + i * half;
 #pragma omp simd
-    for (int64_t e = 0; e < half; ++e) rotate_pair(C(in[e]), C(in[e + half]), c[e], s[e], &out[e], &out[e + half]);
+      for (int64_t e = 0; e < half; ++e) rotate_pair(C(in[e]), C(in[e + half]), c[e], s[e], &out[e], &out[e + half]);
+    } else {
+#pragma omp simd
+      for (int64_t e = 0; e < d; ++e) out[e] = C(in[e]);
+    }
   }
   return {buffer.data(), d};
+}
+
+// The same for rows that are never rotated (v, y, dy).
+template <class C, class T>
+HeadRows<C> head_rows(const T* x, int64_t ld, int64_t from, int64_t to, int64_t d, std::vector<C>& buffer) {
+  return rotated_head_rows(x, ld, from, to, d, FlashRotary<C>{}, buffer);
 }
 
 // z_ij: Dropout's scaled mask at the unfused probabilities' flat index, 1 without dropout.
@@ -178,21 +180,36 @@ template <class T>
 void FlashAttentionForward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
   const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row(), c = s.width();
-  const int64_t tiles = (t + kTile - 1) / kTile, jobs = s.batch * s.heads * tiles;
+  const int64_t tiles = (t + kForwardQueries - 1) / kForwardQueries, jobs = s.batch * s.heads * tiles;
   const auto exponentiate = cpu::pick_isa(&avx512_exponentiate_row<C>, &avx2_exponentiate_row<C>,
                                           &baseline_exponentiate_row<C>);
-#pragma omp parallel for schedule(dynamic) if (jobs > 1 && t * t * d > cpu::kParallelGrain)
+  const bool parallel = t * t * d > cpu::kParallelGrain;
+  // Each key and value head once, turned and widened where needed, for all the query tiles of all
+  // the query heads that read it (a key tile was turned once per query tile before).
+  const int64_t kv_jobs = s.batch * s.kv_heads;
+  const size_t kv_count = static_cast<size_t>(kv_jobs);
+  std::vector<std::vector<C>> k_buffers(kv_count), v_buffers(kv_count);
+  std::vector<HeadRows<C>> keys(kv_count), values(kv_count);
+#pragma omp parallel for schedule(static) if (kv_jobs > 1 && parallel)
+  for (int64_t job = 0; job < kv_jobs; ++job) {
+    const int64_t b = job / s.kv_heads, h = job % s.kv_heads * s.group();
+    keys[size_t(job)] = rotated_head_rows(qkv + s.k_at(b, h), ld, 0, t, d, rotary, k_buffers[size_t(job)]);
+    values[size_t(job)] = head_rows(qkv + s.v_at(b, h), ld, 0, t, d, v_buffers[size_t(job)]);
+  }
+#pragma omp parallel for schedule(dynamic) if (jobs > 1 && parallel)
   for (int64_t job = 0; job < jobs; ++job) {
     const int64_t b = job / (s.heads * tiles), h = job / tiles % s.heads;
-    const int64_t i0 = job % tiles * kTile, i1 = std::min(t, i0 + kTile), rows = i1 - i0;
-    std::vector<C> q_buffer, k_buffer, v_buffer, p(size_t(rows * kTile));
+    const int64_t i0 = job % tiles * kForwardQueries, i1 = std::min(t, i0 + kForwardQueries), rows = i1 - i0;
+    std::vector<C> q_buffer, p(size_t(rows * kForwardKeys));
     std::vector<C> o(size_t(rows * d), C(0)), m(size_t(rows), -std::numeric_limits<C>::infinity()), l(size_t(rows), C(0));
     const HeadRows<C> qi = rotated_head_rows(qkv + s.q_at(b, h), ld, i0, i1, d, rotary, q_buffer);
-    for (int64_t j0 = 0; j0 < (causal ? i1 : t); j0 += kTile) {  // causal: later key tiles skipped
-      const int64_t j1 = std::min(t, j0 + kTile), cols = j1 - j0;
-      const HeadRows<C> kj = rotated_head_rows(qkv + s.k_at(b, h), ld, j0, j1, d, rotary, k_buffer),
-                        vj = head_rows(qkv + s.v_at(b, h), ld, j0, j1, d, v_buffer);
-      cpu::gemm<C>(false, true, rows, cols, d, scale, qi.data, qi.ld, kj.data, kj.ld, C(0), p.data(), cols);  // s
+    const size_t kv_head = size_t(b * s.kv_heads + h / s.group());
+    const HeadRows<C> &kc = keys[kv_head], &vc = values[kv_head];
+    const int64_t keys_seen = causal ? i1 : t;  // causal: later keys skipped
+    for (int64_t j0 = 0; j0 < keys_seen; j0 += kForwardKeys) {
+      const int64_t j1 = std::min(keys_seen, j0 + kForwardKeys), cols = j1 - j0;
+      const C *kj = kc.row(j0), *vj = vc.row(j0);
+      cpu::gemm<C>(false, true, rows, cols, d, scale, qi.data, qi.ld, kj, kc.ld, C(0), p.data(), cols);  // s
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t i = i0 + r, live = live_keys(causal, i, j0, cols);
         C* pr = p.data() + r * cols;
@@ -207,7 +224,7 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
 #pragma omp simd
         for (int64_t e = 0; e < d; ++e) o_r[e] *= correction;
       }
-      cpu::gemm<C>(false, false, rows, d, cols, C(1), p.data(), cols, vj.data, vj.ld, C(1), o.data(), d);  // o += p v
+      cpu::gemm<C>(false, false, rows, d, cols, C(1), p.data(), cols, vj, vc.ld, C(1), o.data(), d);  // o += p v
     }
     for (int64_t r = 0; r < rows; ++r) {
       T* y_i = y + s.output_at(b, h) + (i0 + r) * c;
@@ -235,7 +252,8 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
     std::vector<C> buffers[5], dq(head), dk(head, C(0)), dv(head, C(0));
     const HeadRows<C> kc = rotated_head_rows(qkv + s.k_at(b, first_head), ld, 0, t, d, rotary, buffers[1]),
                       vc = head_rows(qkv + s.v_at(b, first_head), ld, 0, t, d, buffers[2]);
-    std::vector<C> big_d(static_cast<size_t>(t)), p(size_t(kTile * kTile)), dp(size_t(kTile * kTile));
+    std::vector<C> big_d(static_cast<size_t>(t)), p(size_t(kBackwardTile * kBackwardTile));
+    std::vector<C> dp(p.size());
     for (int64_t h = first_head; h < first_head + s.group(); ++h) {
       const HeadRows<C> qc = rotated_head_rows(qkv + s.q_at(b, h), ld, 0, t, d, rotary, buffers[0]),
                         dyc = head_rows(dy + s.output_at(b, h), c, 0, t, d, buffers[3]),
@@ -248,10 +266,10 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
         big_d[size_t(i)] = sum;
       }
       std::fill(dq.begin(), dq.end(), C(0));
-      for (int64_t j0 = 0; j0 < t; j0 += kTile) {
-        const int64_t j1 = std::min(t, j0 + kTile), cols = j1 - j0;
-        for (int64_t i0 = causal ? j0 / kTile * kTile : 0; i0 < t; i0 += kTile) {  // causal: earlier query tiles see none
-          const int64_t i1 = std::min(t, i0 + kTile), rows = i1 - i0;
+      for (int64_t j0 = 0; j0 < t; j0 += kBackwardTile) {
+        const int64_t j1 = std::min(t, j0 + kBackwardTile), cols = j1 - j0;
+        for (int64_t i0 = causal ? j0 : 0; i0 < t; i0 += kBackwardTile) {  // causal: earlier queries see none
+          const int64_t i1 = std::min(t, i0 + kBackwardTile), rows = i1 - i0;
           const C *qi = qc.row(i0), *dyi = dyc.row(i0), *kj = kc.row(j0), *vj = vc.row(j0);
           cpu::gemm<C>(false, true, rows, cols, d, scale, qi, qc.ld, kj, kc.ld, C(0), p.data(), cols);    // s
           cpu::gemm<C>(false, true, rows, cols, d, C(1), dyi, dyc.ld, vj, vc.ld, C(0), dp.data(), cols);  // dy v^T
