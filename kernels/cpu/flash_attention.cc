@@ -22,13 +22,11 @@
 namespace fuselab::kernels {
 namespace {
 
-// The forward's tiles are 64 queries by up to 256 keys: its products sum over keys (p v) or are
-// as wide as the keys (q k^T), so longer key tiles make fewer, larger GEMMs (the forward took 0.87x
-// the time of 64 by 64 tiles; the causal diagonal wastes no more, since a query tile's last key
-// tile ends at its last query). The backward's products also sum over queries (p^T dy, ds^T q): it
-// keeps square tiles, longer query tiles measured no faster there.
-constexpr int64_t kForwardQueries = 64, kForwardKeys = 256;
-constexpr int64_t kBackwardTile = 64;
+// Tiles of 64 queries by up to 256 keys. Longer key tiles make fewer and larger GEMMs (a 64 x 64
+// tile's products ran at well under half of the FMA peak) without more work on the causal diagonal:
+// a query tile's keys end at its last query. At T = 1024 the forward took 0.83x the time of 64 x 64
+// tiles, the backward 0.96x (bench/RESULTS.md).
+constexpr int64_t kQueryTile = 64, kKeyTile = 256;
 
 // Rows of one head's q, k, v, y or dy in compute_t<T>: row i at data + i * ld.
 template <class C>
@@ -180,7 +178,7 @@ template <class T>
 void FlashAttentionForward<T>::cpu(KernelContext&) const {
   using C = compute_t<T>;
   const int64_t t = s.tokens, d = s.head_dim, ld = s.qkv_row(), c = s.width();
-  const int64_t tiles = (t + kForwardQueries - 1) / kForwardQueries, jobs = s.batch * s.heads * tiles;
+  const int64_t tiles = (t + kQueryTile - 1) / kQueryTile, jobs = s.batch * s.heads * tiles;
   const auto exponentiate = cpu::pick_isa(&avx512_exponentiate_row<C>, &avx2_exponentiate_row<C>,
                                           &baseline_exponentiate_row<C>);
   const bool parallel = t * t * d > cpu::kParallelGrain;
@@ -199,15 +197,15 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
 #pragma omp parallel for schedule(dynamic) if (jobs > 1 && parallel)
   for (int64_t job = 0; job < jobs; ++job) {
     const int64_t b = job / (s.heads * tiles), h = job / tiles % s.heads;
-    const int64_t i0 = job % tiles * kForwardQueries, i1 = std::min(t, i0 + kForwardQueries), rows = i1 - i0;
-    std::vector<C> q_buffer, p(size_t(rows * kForwardKeys));
+    const int64_t i0 = job % tiles * kQueryTile, i1 = std::min(t, i0 + kQueryTile), rows = i1 - i0;
+    std::vector<C> q_buffer, p(size_t(rows * kKeyTile));
     std::vector<C> o(size_t(rows * d), C(0)), m(size_t(rows), -std::numeric_limits<C>::infinity()), l(size_t(rows), C(0));
     const HeadRows<C> qi = rotated_head_rows(qkv + s.q_at(b, h), ld, i0, i1, d, rotary, q_buffer);
     const size_t kv_head = size_t(b * s.kv_heads + h / s.group());
     const HeadRows<C> &kc = keys[kv_head], &vc = values[kv_head];
     const int64_t keys_seen = causal ? i1 : t;  // causal: later keys skipped
-    for (int64_t j0 = 0; j0 < keys_seen; j0 += kForwardKeys) {
-      const int64_t j1 = std::min(keys_seen, j0 + kForwardKeys), cols = j1 - j0;
+    for (int64_t j0 = 0; j0 < keys_seen; j0 += kKeyTile) {
+      const int64_t j1 = std::min(keys_seen, j0 + kKeyTile), cols = j1 - j0;
       const C *kj = kc.row(j0), *vj = vc.row(j0);
       cpu::gemm<C>(false, true, rows, cols, d, scale, qi.data, qi.ld, kj, kc.ld, C(0), p.data(), cols);  // s
       for (int64_t r = 0; r < rows; ++r) {
@@ -252,7 +250,7 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
     std::vector<C> buffers[5], dq(head), dk(head, C(0)), dv(head, C(0));
     const HeadRows<C> kc = rotated_head_rows(qkv + s.k_at(b, first_head), ld, 0, t, d, rotary, buffers[1]),
                       vc = head_rows(qkv + s.v_at(b, first_head), ld, 0, t, d, buffers[2]);
-    std::vector<C> big_d(static_cast<size_t>(t)), p(size_t(kBackwardTile * kBackwardTile));
+    std::vector<C> big_d(static_cast<size_t>(t)), p(size_t(kQueryTile * kKeyTile));
     std::vector<C> dp(p.size());
     for (int64_t h = first_head; h < first_head + s.group(); ++h) {
       const HeadRows<C> qc = rotated_head_rows(qkv + s.q_at(b, h), ld, 0, t, d, rotary, buffers[0]),
@@ -266,10 +264,11 @@ void FlashAttentionBackward<T>::cpu(KernelContext&) const {
         big_d[size_t(i)] = sum;
       }
       std::fill(dq.begin(), dq.end(), C(0));
-      for (int64_t j0 = 0; j0 < t; j0 += kBackwardTile) {
-        const int64_t j1 = std::min(t, j0 + kBackwardTile), cols = j1 - j0;
-        for (int64_t i0 = causal ? j0 : 0; i0 < t; i0 += kBackwardTile) {  // causal: earlier queries see none
-          const int64_t i1 = std::min(t, i0 + kBackwardTile), rows = i1 - i0;
+      for (int64_t j0 = 0; j0 < t; j0 += kKeyTile) {
+        const int64_t j1 = std::min(t, j0 + kKeyTile);
+        for (int64_t i0 = causal ? j0 : 0; i0 < t; i0 += kQueryTile) {  // causal: earlier queries see none
+          const int64_t i1 = std::min(t, i0 + kQueryTile), rows = i1 - i0;
+          const int64_t cols = (causal ? std::min(j1, i1) : j1) - j0;  // causal: keys after i1 skipped
           const C *qi = qc.row(i0), *dyi = dyc.row(i0), *kj = kc.row(j0), *vj = vc.row(j0);
           cpu::gemm<C>(false, true, rows, cols, d, scale, qi, qc.ld, kj, kc.ld, C(0), p.data(), cols);    // s
           cpu::gemm<C>(false, true, rows, cols, d, C(1), dyi, dyc.ld, vj, vc.ld, C(0), dp.data(), cols);  // dy v^T
