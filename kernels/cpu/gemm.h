@@ -38,10 +38,10 @@ CpuGemm cpu_gemm();
 // convolutions beat im2col + GEMM on AVX2 and AVX-512 alike where they apply: conv2d.cc).
 bool onednn_convolutions();
 
-// Plain float32 gemm() calls of at most this many multiply-adds, such as FlashAttention's tile
-// products at head sizes up to 32, run on OpenBLAS: a oneDNN call costs about 1 us more before it
-// multiplies (its memory objects and argument map are built per call). FlashAttention's
-// 64 x 64 x 32 product: OpenBLAS 2.7 us, oneDNN 3.3; at 64 x 64 x 48 they tie, at 64 x 64 x 64
+// Plain float32 gemm() calls of at most this many multiply-adds, such as a short FlashAttention
+// tile's products at small head sizes, run on OpenBLAS: a oneDNN call costs about 1 us more before
+// it multiplies (its memory objects and argument map are built per call). A 64 x 64 x 32
+// product: OpenBLAS 2.7 us, oneDNN 3.3; at 64 x 64 x 48 they tie, at 64 x 64 x 64
 // oneDNN is 1.12x faster (bench/gemm_bench.cc, BM_AttentionTileProduct; bench/RESULTS.md).
 constexpr int64_t kSmallGemm = 64 * 64 * 32;
 
