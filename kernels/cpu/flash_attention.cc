@@ -183,7 +183,7 @@ void FlashAttentionForward<T>::cpu(KernelContext&) const {
                                           &baseline_exponentiate_row<C>);
   const bool parallel = t * t * d > cpu::kParallelGrain;
   // Each key and value head once, turned and widened where needed, for all the query tiles of all
-  // the query heads that read it (a key tile was turned once per query tile before).
+  // the query heads that read it, rather than once per query tile.
   const int64_t kv_jobs = s.batch * s.kv_heads;
   const size_t kv_count = static_cast<size_t>(kv_jobs);
   std::vector<std::vector<C>> k_buffers(kv_count), v_buffers(kv_count);
