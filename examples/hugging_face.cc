@@ -94,13 +94,23 @@ void require(bool holds, const std::string& path, const std::string& what) {
   check(holds, "read_hugging_face: ", path, ": ", what, ", which FuseLab's model does not compute");
 }
 
+// A size or epsilon that must be above 0: GptConfig reads 0 or less as "the preset's own rule",
+// which would put another number in place of the checkpoint's.
+template <class T>
+T positive(const json& config, const std::string& path, const char* key, std::optional<T> fallback = std::nullopt) {
+  const T value = field<T>(config, path, key, fallback);
+  check(value > 0, "read_hugging_face: ", path, ": ", key, " is ", value, ", not above 0");
+  return value;
+}
+
 GptConfig gpt2_config(const json& j, const std::string& path) {
   GptConfig c;
   c.arch = "gpt2";
   c.vocab = field<int64_t>(j, path, "vocab_size"), c.context = field<int64_t>(j, path, "n_positions");
   c.width = field<int64_t>(j, path, "n_embd"), c.layers = field<int64_t>(j, path, "n_layer");
-  c.heads = field<int64_t>(j, path, "n_head"), c.mlp_hidden = field<int64_t>(j, path, "n_inner", 0);  // 0: 4 n_embd
-  c.norm_eps = field<double>(j, path, "layer_norm_epsilon", 1e-5);
+  c.heads = field<int64_t>(j, path, "n_head");
+  c.mlp_hidden = positive<int64_t>(j, path, "n_inner", 4 * c.width);  // null: 4 n_embd
+  c.norm_eps = positive<double>(j, path, "layer_norm_epsilon", 1e-5);
   c.tie_embeddings = field<bool>(j, path, "tie_word_embeddings", true);
   const auto activation = field<std::string>(j, path, "activation_function", "gelu_new");
   require(activation == "gelu_new" || activation == "gelu_pytorch_tanh", path,
@@ -118,9 +128,9 @@ GptConfig llama_config(const json& j, const std::string& path) {
   c.vocab = field<int64_t>(j, path, "vocab_size"), c.context = field<int64_t>(j, path, "max_position_embeddings");
   c.width = field<int64_t>(j, path, "hidden_size"), c.layers = field<int64_t>(j, path, "num_hidden_layers");
   c.heads = field<int64_t>(j, path, "num_attention_heads");
-  c.kv_heads = field<int64_t>(j, path, "num_key_value_heads", c.heads);
-  c.mlp_hidden = field<int64_t>(j, path, "intermediate_size");
-  c.norm_eps = field<double>(j, path, "rms_norm_eps", 1e-6);
+  c.kv_heads = positive<int64_t>(j, path, "num_key_value_heads", c.heads);
+  c.mlp_hidden = positive<int64_t>(j, path, "intermediate_size");
+  c.norm_eps = positive<double>(j, path, "rms_norm_eps", 1e-6);
   c.tie_embeddings = field<bool>(j, path, "tie_word_embeddings", false);
   require(field<std::string>(j, path, "hidden_act", "silu") == "silu", path, "hidden_act is not silu");
   require(!field<bool>(j, path, "attention_bias", false), path, "attention_bias is true");
@@ -130,7 +140,10 @@ GptConfig llama_config(const json& j, const std::string& path) {
   // The rotary base: rope_theta (transformers 4) or rope_parameters (5); no scaling.
   c.rope_theta = field<double>(j, path, "rope_theta", 10000);
   if (const auto rope = j.find("rope_parameters"); rope != j.end() && rope->is_object()) {
-    c.rope_theta = field<double>(*rope, path, "rope_theta", c.rope_theta);
+    const double theta = field<double>(*rope, path, "rope_theta", c.rope_theta);
+    check(theta == c.rope_theta || !j.contains("rope_theta") || j["rope_theta"].is_null(), "read_hugging_face: ",
+          path, ": rope_theta ", c.rope_theta, " and rope_parameters.rope_theta ", theta, " differ");
+    c.rope_theta = theta;
     require(field<std::string>(*rope, path, "rope_type", "default") == "default", path,
             "rope_parameters.rope_type is " + rope->value("rope_type", std::string()));
   }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "autograd/functional.h"
 #include "fuser/sequential.h"
@@ -75,7 +76,10 @@ TEST(BasicOps, GroupedLinearRefusesSizesThatDoNotFitItsRows) {
   const Tensor x = random_tensor({5, 4}, DType::Float32, 4);
   testing::expect_error([&] { seq(x, {from_vector<int64_t>({2, 2, 2}, {3})}); },
                         {"GroupedLinear(", "sum to 6", "5 rows", "[5, 4]"});
-  testing::expect_error([&] { seq(x, {from_vector<int64_t>({6, -1, 0}, {3})}); }, {"group 1 has size -1"});
+  testing::expect_error([&] { seq(x, {from_vector<int64_t>({5, -1, 1}, {3})}); }, {"group 1 has size -1", "[0, 5]"});
+  const int64_t huge = std::numeric_limits<int64_t>::max();  // two of them wrap around to -2: the sum alone passes
+  testing::expect_error([&] { seq(x, {from_vector<int64_t>({huge, huge, 7}, {3})}); },
+                        {"GroupedLinear(", "group 0 has size 9223372036854775807", "[0, 5]", "[5, 4]"});
   testing::expect_error([&] { seq(x, {from_vector<int64_t>({5, 0}, {2})}); }, {"must be int64 [3]", "[2]"});
   testing::expect_error([&] { seq(x, {from_vector<float>({5, 0, 0}, {3})}); }, {"must be int64 [3]", "float32"});
   testing::expect_error([] { GroupedLinear(0, 4, 2); }, {"GroupedLinear", "0 groups"});

@@ -172,6 +172,18 @@ TEST(HuggingFace, WhatFuseLabCannotComputeIsAnErrorNamingIt) {
                {"tie_word_embeddings is 1, not a boolean"});
   expect_error(read(changed_copy("llama_tied", same, [](NamedTensors& t) { t["lm_head.weight"] = zeros({64, 32}); })),
                {"lm_head.weight differs from the token embedding"});
+  expect_error(read(changed_copy("llama", [](nlohmann::json& c) { c["num_key_value_heads"] = -2; })),
+               {"config.json: num_key_value_heads is -2, not above 0"});
+  expect_error(read(changed_copy("llama", [](nlohmann::json& c) { c["intermediate_size"] = 0; })),
+               {"intermediate_size is 0, not above 0"});
+  expect_error(read(changed_copy("llama", [](nlohmann::json& c) { c["rms_norm_eps"] = 0.0; })), {"rms_norm_eps is 0"});
+  expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["n_inner"] = -1; })), {"n_inner is -1, not above 0"});
+  expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["layer_norm_epsilon"] = 0.0; })),
+               {"layer_norm_epsilon is 0"});
+  expect_error(read(changed_copy("llama", [](nlohmann::json& c) {
+                 c["rope_theta"] = 10000.0, c["rope_parameters"]["rope_theta"] = 500.0;
+               })),
+               {"rope_theta 10000 and rope_parameters.rope_theta 500 differ"});
   expect_error(read(kData + "none"), {"tests/data/hugging_face/none is not a folder"});
 }
 

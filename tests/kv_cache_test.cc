@@ -5,6 +5,8 @@
 // every misuse is an error naming what is wrong.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "autograd/grad_mode.h"
 #include "examples/generation.h"
 #include "examples/kv_cache.h"
@@ -156,6 +158,19 @@ TEST(KVCache, SampledTextIsGreedyAtTemperatureZeroAndRepeatsWithItsSeed) {
   EXPECT_GE(sample(7).size(), size_t(3 * c.context));  // a character each, the unknown id 3 bytes
   expect_error([&] { examples::sample_text(model, tokenizer, "", 4, c.context, head_dim, 0, unused, Device::cpu()); },
                {"sample_text", "at least one character"});
+}
+
+TEST(KVCache, SamplingRefusesBadSettingsAndLogitsThatAreNotFinite) {
+  Generator gen(1);
+  const std::vector<float> logits{1, 2, 3};
+  EXPECT_EQ(examples::sample_index(logits, {1.0, 1, 1}, gen), 2);  // top_k 1 keeps only the largest
+  EXPECT_EQ(examples::sample_index(logits, {1.0, 0, 1e-9}, gen), 2);  // so does the smallest top_p
+  expect_error([&] { examples::sample_index(logits, {1.0, 0, 0.0}, gen); }, {"sample_index", "top_p 0", "(0, 1]"});
+  expect_error([&] { examples::sample_index(logits, {-1.0, 0, 1}, gen); }, {"sample_index", "temperature -1"});
+  expect_error([&] { examples::sample_index(logits, {1.0, -1, 1}, gen); }, {"sample_index", "top_k -1"});
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  expect_error([&] { examples::sample_index({1, inf, 3}, {1.0, 0, 1}, gen); }, {"sample_index", "logit 1 of 3", "inf"});
+  expect_error([&] { examples::sample_index({nan, nan}, {0.0, 0, 1}, gen); }, {"sample_index", "logit 0 of 2", "nan"});
 }
 
 }  // namespace

@@ -218,6 +218,10 @@ TEST(MoEOps, ACapacityDropsTheOverflowInRowOrder) {
   EXPECT_EQ(out.output.to_vector<double>(), (std::vector<double>{3, 0, 1}));
   EXPECT_EQ(out.extra_outputs.at(0).to_vector<int64_t>(), (std::vector<int64_t>{1, 2}));
   EXPECT_EQ(out.extra_outputs.at(1).to_vector<int64_t>(), (std::vector<int64_t>{1, 2, -1, 0}));
+  // A factor too large for the capacity to fit in int64 drops nothing.
+  Sequential roomy({std::make_shared<MoEPermute>(2, 1, /*capacity_factor=*/1e300)});
+  EXPECT_EQ(roomy(x, {from_vector<int64_t>({1, 1, 1, 0}, {4, 1})}).extra_outputs.at(0).to_vector<int64_t>(),
+            (std::vector<int64_t>{1, 3}));
 }
 
 // A Router whose weights nothing uses passes x and its grad on, and its weight's grad is zero.

@@ -1,7 +1,6 @@
 #include "ops/basic/grouped_linear.h"
 
 #include <cmath>
-#include <numeric>
 
 #include "kernels/matmul.h"
 #include "tensor/factories.h"
@@ -42,10 +41,12 @@ std::vector<int64_t> GroupedLinear::checked_sizes(const Tensor& sizes, int64_t r
   check(sizes.dtype() == DType::Int64 && sizes.shape() == Shape{groups_}, describe(), ": the groups' sizes must be int64 [",
         groups_, "], got ", sizes.dtype(), " ", sizes.shape());
   const std::vector<int64_t> counts = sizes.to(Device::cpu()).to_vector<int64_t>();
+  int64_t total = 0;  // each size checked before it is added, so the sum cannot overflow
   for (size_t g = 0; g < counts.size(); ++g) {
-    check(counts[g] >= 0, describe(), ": group ", g, " has size ", counts[g], ", below 0");
+    check(counts[g] >= 0 && counts[g] <= rows, describe(), ": group ", g, " has size ", counts[g], ", not in [0, ",
+          rows, "] (input of shape [", rows, ", ", in_, "])");
+    total += counts[g];
   }
-  const int64_t total = std::accumulate(counts.begin(), counts.end(), int64_t(0));
   check(total == rows, describe(), ": the groups' sizes sum to ", total, ", but the input has ", rows,
         " rows (input of shape [", rows, ", ", in_, "])");
   return counts;

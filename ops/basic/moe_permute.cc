@@ -42,7 +42,9 @@ MoEPermute::MoEPermute(int64_t experts, int64_t top_k, double capacity_factor)
 
 int64_t MoEPermute::capacity(int64_t copies) const {
   if (capacity_factor_ == 0) return copies;
-  return int64_t(std::ceil(capacity_factor_ * double(copies) / double(experts_)));
+  // No expert can take more than every copy, which also keeps a huge factor's capacity in range.
+  const double capacity = std::ceil(capacity_factor_ * double(copies) / double(experts_));
+  return capacity >= double(copies) ? copies : int64_t(capacity);
 }
 
 OpForward MoEPermute::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>& extra) {
