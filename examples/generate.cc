@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     Config c;
     flags.add("checkpoint", c.checkpoint, "the folder gpt --checkpoint saved to (it reads DIR/gpt.safetensors)");
     flags.add("prompt", c.prompt, "the text to go on from (not given: all of stdin)");
-    flags.add("max-tokens", c.max_tokens, "tokens to generate at most", {0, 1'000'000});
+    flags.add("max-tokens", c.max_tokens, "tokens to generate at most", {1, 1'000'000});
     flags.add("temperature", c.sampling.temperature, "sampling temperature (0: always the most likely character)",
               {0, 100});
     flags.add("top-k", c.sampling.top_k, "draw among the k most likely characters only (0: all)", {0, 1 << 20});

@@ -51,7 +51,7 @@ void check_gpt_model_flags(const GptConfig& model) {
         "gpt: --top-k, --moe-every and --capacity-factor choose among experts; add --experts");
   check(model.experts == 0 || model.top_k <= model.experts, "gpt: --top-k=", model.top_k, " is more than --experts=",
         model.experts);
-  check(model.experts == 0 || model.moe_every <= std::max<int64_t>(model.layers, 1), "gpt: --moe-every=",
+  check(model.experts == 0 || model.moe_every <= model.layers, "gpt: --moe-every=",
         model.moe_every, " leaves none of the --layers=", model.layers, " blocks with experts");
   check(model.kv_heads == 0 || model.heads % model.kv_heads == 0, "gpt: --kv-heads=", model.kv_heads,
         " does not divide --heads=", model.heads);

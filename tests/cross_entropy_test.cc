@@ -85,6 +85,8 @@ TEST(CrossEntropyOp, LabelsOfTheWrongShapeOrDtypeNameBoth) {
   testing::expect_error([&] { seq(zeros({2, 3}), {zeros({2})}); }, {"CrossEntropy(", "int64", "float32"});
   testing::expect_error([&] { seq(zeros({2, 3}, DType::Int64), {from_vector<int64_t>({0, 1}, {2})}); },
                         {"CrossEntropy(", "int64"});
+  testing::expect_error([&] { seq(zeros({2, 0}), {from_vector<int64_t>({0, 1}, {2})}); },
+                        {"CrossEntropy(", "logits [2, 0] have no classes"});
 }
 
 }  // namespace

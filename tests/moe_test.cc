@@ -305,6 +305,8 @@ TEST(MoEOps, BadRoutingIsAnErrorNamingTheOp) {
   expect_error([&] { permute(x, {from_vector<int64_t>({0, 1, 2, 3}, {2, 2})}); },
                {"MoEPermute(", "expert index 3 at 3", "[0, 3)"});
   expect_error([&] { permute(x, {from_vector<int64_t>({0, 1}, {2, 1})}); }, {"MoEPermute(", "int64 [2, 2]"});
+  expect_error([&] { permute(zeros({2, 0}), {from_vector<int64_t>({0, 1, 2, 0}, {2, 2})}); },
+               {"MoEPermute(", "input [2, 0] has rows of width 0"});
   Sequential unpermute({std::make_shared<MoEUnpermute>(2)});
   const Tensor y = normal({4, 3}, 0, 1, DType::Float32, nullptr), w = normal({2, 2}, 0, 1, DType::Float32, nullptr);
   expect_error([&] { unpermute(y, {w, from_vector<int64_t>({0, 1, 1, 2}, {2, 2})}); }, {"slot 1 is given twice"});

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 
 #include "fuser/sequential.h"
@@ -72,6 +73,9 @@ TEST(RotaryEmbedding, RefusesAnOddHeadSizeABadShapeAndANegativeOffset) {
   testing::expect_error([&] { seq(zeros({1, 3, 10})); }, {"RotaryEmbedding", "[1, 3, 10]", "2 heads over 1 kv_heads"});
   testing::expect_error([&] { seq(zeros({1, 3, 8}), {}, {{rope, {{"position_offset", int64_t(-1)}}}}); },
                         {"RotaryEmbedding", "position_offset", "-1"});
+  testing::expect_error(
+      [&] { seq(zeros({1, 3, 8}), {}, {{rope, {{"position_offset", std::numeric_limits<int64_t>::max()}}}}); },
+      {"RotaryEmbedding", "position_offset must be in [0, 2^53]", "9223372036854775807"});
   testing::expect_error([] { RotaryEmbedding(AttentionHeads{2, 1}, 0.0); }, {"RotaryEmbedding", "theta"});
   testing::expect_error([] { AttentionHeads(4, 3); }, {"4 heads over 3 kv_heads", "multiple of kv_heads"});
 }

@@ -20,6 +20,7 @@ Tensor CrossEntropy::checked_labels(const Tensor& labels, const Shape& logits_sh
 
 OpForward CrossEntropy::op_forward(OpContext& ctx, const Tensor& logits, const std::vector<Tensor>& extra) {
   check_input(logits, -1);
+  check(logits.size(-1) > 0, describe(), ": logits ", logits.shape(), " have no classes");
   const Tensor x = logits.view({-1, logits.size(-1)});
   const Tensor labels = checked_labels(extra.at(0), logits.shape(), logits.dtype(), logits.device());
   const math::CrossEntropyRows rows = math::CrossEntropyRows::empty(x.size(0), x.dtype(), x.device());

@@ -49,7 +49,8 @@ int64_t MoEPermute::capacity(int64_t copies) const {
 
 OpForward MoEPermute::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>& extra) {
   check_input(x, -1);
-  const int64_t width = x.size(-1), rows = x.numel() / std::max<int64_t>(width, 1), copies = rows * top_k_;
+  check(x.size(-1) > 0, describe(), ": input ", x.shape(), " has rows of width 0");
+  const int64_t width = x.size(-1), rows = x.numel() / width, copies = rows * top_k_;
   const std::vector<int64_t> experts = checked_ids(describe(), "expert index", "expert indices", extra.at(0),
                                                    with_last(x.shape(), top_k_), x.device(), 0, experts_);
   // Each expert keeps its first `limit` copies in row order; the slots of the rest stay -1.

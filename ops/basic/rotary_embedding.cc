@@ -48,7 +48,9 @@ RotaryEmbedding::RotaryEmbedding(AttentionHeads heads, double theta)
 
 int64_t RotaryEmbedding::position_offset(const OpContext& ctx) const {
   const int64_t* offset = find_call_arg<int64_t>(ctx.call_args.get(), "position_offset", describe());
-  check(!offset || *offset >= 0, describe(), ": position_offset must be at least 0, got ", offset ? *offset : 0);
+  // Positions become angles in double: past 2^53 they are no longer whole numbers there.
+  check(!offset || (*offset >= 0 && *offset <= (int64_t(1) << 53)), describe(), ": position_offset must be in [0, 2^53], got ",
+        offset ? *offset : 0);
   return offset ? *offset : 0;
 }
 
