@@ -14,13 +14,12 @@ namespace fuselab::examples {
 
 int64_t sample_index(const std::vector<float>& logits, const SamplingSettings& s, Generator& gen) {
   check(!logits.empty(), "sample_index: no logits");
-  check(s.temperature >= 0, "sample_index: temperature " + std::to_string(s.temperature) + " is below 0");
-  check(s.top_k >= 0, "sample_index: top_k " + std::to_string(s.top_k) + " is below 0 (0: all tokens)");
-  check(s.top_p > 0 && s.top_p <= 1, "sample_index: top_p " + std::to_string(s.top_p) + " is not in (0, 1]");
+  check(s.temperature >= 0, "sample_index: temperature ", s.temperature, " is below 0");
+  check(s.top_k >= 0, "sample_index: top_k ", s.top_k, " is below 0 (0: all tokens)");
+  check(s.top_p > 0 && s.top_p <= 1, "sample_index: top_p ", s.top_p, " is not in (0, 1]");
   for (size_t i = 0; i < logits.size(); ++i) {
-    check(std::isfinite(logits[i]), "sample_index: logit " + std::to_string(i) + " of " +
-                                        std::to_string(logits.size()) + " is " + std::to_string(logits[i]) +
-                                        " (a model that diverged?)");
+    check(std::isfinite(logits[i]), "sample_index: logit ", i, " of ", logits.size(), " is ", logits[i],
+          " (a model that diverged?)");
   }
   std::vector<int64_t> order(logits.size());
   std::iota(order.begin(), order.end(), 0);
