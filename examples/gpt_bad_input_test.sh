@@ -34,8 +34,6 @@ expect_error "--moe-every=2 leaves none of the --layers=1 blocks with experts" "
   --experts=4 --moe-every=2
 expect_error "--moe-every=1 leaves none of the --layers=0 blocks with experts" "$gpt" "${small[@]}" --arch=llama \
   --experts=4 --layers=0
-expect_error "--sample=5 generates through the blocks' KV cache, and --layers=0 has no blocks" "$gpt" "${small[@]}" \
-  --layers=0 --sample=5
 expect_error "--batch=4 does not split evenly into --accumulate=3" "$gpt" "${small[@]}" --accumulate=3
 expect_error "there is no checkpoint $dir/empty/gpt.safetensors" "$gpt" "${small[@]}" --resume --checkpoint="$dir/empty"
 expect_error "$dir/folder/gpt.safetensors: is not a regular file" "$gpt" "${small[@]}" --resume --checkpoint="$dir/folder"

@@ -19,7 +19,6 @@ KVCache::KVCache(const Sequential& model, int64_t batch, int64_t capacity, int64
     attentions_.push_back(op);
     buffers_.push_back(empty({batch, capacity, scores->heads().columns() * head_dim}, dtype, device));
   }
-  check(!attentions_.empty(), "KVCache: the model has no AttentionScores op to cache keys and values for");
 }
 
 Tensor KVCache::forward(Sequential& model, const Tensor& ids) {

@@ -19,7 +19,7 @@ namespace fuselab::examples {
 
 class KVCache {
  public:
-  // Buffers for the AttentionScores ops of `model` (which must have one), each of its qkv's
+  // Buffers for the AttentionScores ops of `model` (none for a model without blocks), each of its qkv's
   // (heads + 2 kv_heads) head_dim columns, for `batch` sequences of up to `capacity` tokens.
   KVCache(const Sequential& model, int64_t batch, int64_t capacity, int64_t head_dim, DType dtype, Device device);
 

@@ -25,9 +25,9 @@ using examples::GptConfig;
 using examples::KVCache;
 using testing::expect_error;
 
-GptConfig small_config(const std::string& arch) {
+GptConfig small_config(const std::string& arch, int64_t layers = 2) {
   GptConfig c;
-  c.vocab = 11, c.context = 12, c.width = 16, c.layers = 2, c.heads = 4, c.arch = arch;
+  c.vocab = 11, c.context = 12, c.width = 16, c.layers = layers, c.heads = 4, c.arch = arch;
   return c;
 }
 
@@ -42,9 +42,10 @@ Sequential logits_model(const GptConfig& c, uint64_t seed) {
 
 // Prefill over the first `prompt` tokens, then one token at a time: each step's logits against
 // the full forward's at the same positions.
-void expect_cache_matches_full_forward(const std::string& arch, bool fused, Device device = Device::cpu()) {
-  SCOPED_TRACE(arch + (fused ? " fused" : " unfused") + " on " + device.str());
-  const GptConfig c = small_config(arch);
+void expect_cache_matches_full_forward(const std::string& arch, bool fused, Device device = Device::cpu(),
+                                       int64_t layers = 2) {
+  SCOPED_TRACE(arch + (fused ? " fused" : " unfused") + " on " + device.str() + ", " + std::to_string(layers) + " layers");
+  const GptConfig c = small_config(arch, layers);
   Sequential model = logits_model(c, 3);
   model.set_fusion_switches(fused);
   model.to(device);
@@ -86,6 +87,12 @@ TEST(KVCache, LlamaMatchesTheFullForwardAtEveryPosition) {
   expect_cache_matches_full_forward("llama", false);
 }
 
+// Without blocks there is nothing to cache, and positions still count from the cache's length.
+TEST(KVCache, AModelWithoutBlocksMatchesTheFullForwardToo) {
+  expect_cache_matches_full_forward("gpt2", true, Device::cpu(), 0);
+  expect_cache_matches_full_forward("llama", true, Device::cpu(), 0);
+}
+
 TEST(KVCache, OnCudaMatchesTheFullForwardAtEveryPosition) {
   if (!kernels::cuda::compiled_with_cuda() || kernels::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device";
   for (const char* arch : {"gpt2", "llama"}) {
@@ -104,8 +111,6 @@ TEST(KVCache, MisuseIsAnErrorNamingIt) {
   expect_error([&] { cache.forward(model, zeros({2, 3}, DType::Int64)); }, {"KVCache::forward", "[1, T]"});
   cache.forward(model, zeros({1, c.context - 1}, DType::Int64));
   expect_error([&] { cache.forward(model, zeros({1, 2}, DType::Int64)); }, {"11 cached + 2", "capacity of 12"});
-  Sequential no_attention({std::make_shared<Linear>(2, 2)});
-  expect_error([&] { KVCache(no_attention, 1, 4, 2, DType::Float32, Device::cpu()); }, {"no AttentionScores"});
 
   // The attention op's own checks, for a caller that passes the arguments by hand.
   auto scores = std::make_shared<AttentionScores>(AttentionHeads(2), true);
