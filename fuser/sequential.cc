@@ -43,10 +43,24 @@ std::string Sequential::unused_name(const std::string& type) const {
   }
 }
 
+namespace {
+
+// Whether `seq` is `target` or holds it at any depth (insert keeps the nesting free of cycles).
+bool reaches(const Sequential& seq, const Sequential* target) {
+  if (&seq == target) return true;
+  for (const Sequential::Entry& entry : seq) {
+    if (entry.module && entry.module->nested() && reaches(*entry.module->nested(), target)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Sequential& Sequential::insert(int64_t index, Entry entry) {
   const size_t at = checked_index(index, /*allow_end=*/true, "insert");
   check(entry.op || entry.module, "Sequential::insert: null op");
-  check(!entry.module || entry.module->nested().get() != this, "Sequential::insert: a Sequential cannot hold itself");
+  check(!entry.module || !entry.module->nested() || !reaches(*entry.module->nested(), this),
+        "Sequential::insert: a Sequential cannot hold itself, directly or through the Sequentials it holds");
   for (const Entry& existing : entries_) {
     const bool same = entry.op ? existing.op == entry.op : existing.module == entry.module;
     check(!same, "Sequential::insert: ", entry.describe(), " is already in it");

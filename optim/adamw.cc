@@ -1,10 +1,13 @@
 #include "optim/adamw.h"
 
+#include <cmath>
+
 namespace fuselab {
 
 AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options)
     : Optimizer("AdamW", std::move(groups), {options.lr, options.weight_decay}), options_(options) {
-  check(options.eps >= 0, "AdamW: eps ", options.eps, " must not be negative");
+  // eps keeps the update finite where both moments are 0 (a zero grad): 0 / 0 otherwise.
+  check(options.eps > 0 && std::isfinite(options.eps), "AdamW: eps ", options.eps, " must be finite and above 0");
   check(0 <= options.beta1 && options.beta1 < 1 && 0 <= options.beta2 && options.beta2 < 1, "AdamW: betas ",
         options.beta1, ", ", options.beta2, " must be in [0, 1)");
 }

@@ -95,6 +95,11 @@ void save_checkpoint(const std::string& path, const NamedTensors& params, const 
                      const RunState& run) {
   check(step == optimizer.steps(), "save_checkpoint ", path, ": step ", step, " disagrees with the optimizer's ",
         optimizer.steps(), " steps; a checkpoint with both could not be resumed");
+  for (const auto& [name, value] : params) {
+    check(!starts_with(name, kOptimizerPrefix) && !starts_with(name, kRunPrefix), "save_checkpoint ", path,
+          ": parameter '", name, "' would collide with the optimizer's and the run's entries (", kOptimizerPrefix,
+          "*, ", kRunPrefix, "*)");
+  }
   NamedTensors tensors = params;
   for (const auto& [name, value] : optimizer.state()) tensors[kOptimizerPrefix + name] = value;
   for (const auto& [name, value] : run.tensors) tensors[kRunPrefix + name] = value;

@@ -39,8 +39,10 @@ const char* const kGroupFields[] = {"params", "lr", "weight_decay"};
 Optimizer::Optimizer(const char* name, std::vector<ParamGroup> groups, GroupHyper defaults) {
   for (size_t g = 0; g < groups.size(); ++g) {
     const GroupHyper hyper{groups[g].lr.value_or(defaults.lr), groups[g].weight_decay.value_or(defaults.weight_decay)};
-    check(hyper.lr >= 0 && hyper.weight_decay >= 0, name, ": group ", g, ": lr ", hyper.lr, " and weight_decay ",
-          hyper.weight_decay, " must not be negative");
+    // The limits load_state holds a saved state to, so a run never saves a state it cannot resume.
+    check(hyper.lr >= 0 && hyper.lr <= kLargestLr && hyper.weight_decay >= 0 && std::isfinite(hyper.weight_decay),
+          name, ": group ", g, ": lr ", hyper.lr, " must be in [0, ", kLargestLr, "] and weight_decay ",
+          hyper.weight_decay, " finite and not negative");
     groups_.push_back(hyper);
     for (Tensor& p : groups[g].params) {
       for (size_t k = 0; k < params_.size(); ++k) {

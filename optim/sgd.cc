@@ -1,10 +1,13 @@
 #include "optim/sgd.h"
 
+#include <cmath>
+
 namespace fuselab {
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
     : Optimizer("SGD", std::move(groups), {options.lr, options.weight_decay}), options_(options) {
-  check(options.momentum >= 0, "SGD: momentum ", options.momentum, " must not be negative");
+  check(options.momentum >= 0 && std::isfinite(options.momentum), "SGD: momentum ", options.momentum,
+        " must be finite and not negative");
   check(!options.nesterov || options.momentum > 0, "SGD: Nesterov momentum needs momentum > 0");
 }
 

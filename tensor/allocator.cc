@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <new>
@@ -42,6 +43,9 @@ CachingAllocator& CachingAllocator::of(Device device) {
 
 size_t CachingAllocator::size_class(size_t bytes) {
   if (bytes <= kAlignment) return kAlignment;
+  // Past half of size_t no power of two holds `bytes` (the doubling below would wrap to 0 and spin):
+  // no class, and the system allocation refuses it (OutOfMemory).
+  if (bytes > std::numeric_limits<size_t>::max() / 2) return bytes;
   size_t power = kAlignment;
   while (power < bytes) power *= 2;
   // bytes is in (power/2, power]: four classes in that range are power/8 apart.

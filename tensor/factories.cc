@@ -1,21 +1,21 @@
 #include "tensor/factories.h"
 
+#include "tensor/checked_numel.h"
 #include "tensor/dispatch.h"
 
 namespace fuselab {
 
 Tensor empty(const Shape& shape, DType dtype, Device device) {
-  for (int64_t size : shape) check(size >= 0, "empty: negative size in shape ", shape);
-  auto storage = std::make_shared<Storage>(size_t(numel(shape)) * dtype_size(dtype), device);
+  auto storage = std::make_shared<Storage>(checked_bytes(shape, dtype_size(dtype), "empty"), device);
   return Tensor(std::make_shared<TensorImpl>(TensorImpl{storage, shape, dtype}));
 }
 
 Tensor from_memory(void* data, const Shape& shape, DType dtype, std::shared_ptr<void> owner) {
-  for (int64_t size : shape) check(size >= 0, "from_memory: negative size in shape ", shape);
+  const size_t bytes = checked_bytes(shape, dtype_size(dtype), "from_memory");
   check(owner != nullptr, "from_memory: no owner keeps the memory alive");
   check(reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) == 0, "from_memory: ", data, " is not aligned for ",
         dtype);
-  auto storage = std::make_shared<Storage>(data, size_t(numel(shape)) * dtype_size(dtype), std::move(owner));
+  auto storage = std::make_shared<Storage>(data, bytes, std::move(owner));
   return Tensor(std::make_shared<TensorImpl>(TensorImpl{storage, shape, dtype}));
 }
 
@@ -54,7 +54,7 @@ Tensor arange(int64_t n, DType dtype, Device device) {
 
 template <class T>
 Tensor from_vector(const std::vector<T>& values, const Shape& shape, Device device) {
-  check(int64_t(values.size()) == numel(shape), "from_vector: ", values.size(),
+  check(int64_t(values.size()) == checked_numel(shape, "from_vector"), "from_vector: ", values.size(),
         " values do not fill shape ", shape);
   Tensor t = empty(shape, dtype_of<T>());
   std::copy(values.begin(), values.end(), t.data<T>());

@@ -67,7 +67,12 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors, cons
                     {"data_offsets", {offset, offset + tensor.nbytes()}}};
     offset += tensor.nbytes();
   }
-  std::string text = header.dump();
+  std::string text;
+  try {
+    text = header.dump();
+  } catch (const Json::type_error& e) {  // a name or a metadata value that is not UTF-8
+    fail("save_safetensors ", path, ": a tensor name or metadata value is not valid UTF-8 (", e.what(), ")");
+  }
   text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
   const uint64_t length = text.size();
 

@@ -1,8 +1,10 @@
 #include "tensor/tensor.h"
 
+#include <cmath>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/device_api.h"
@@ -55,7 +57,8 @@ Tensor Tensor::view(Shape new_shape, const std::string& op) const {
       inferred = int64_t(i);
     } else {
       check(new_shape[i] >= 0, op, ": negative size in ", new_shape);
-      known *= new_shape[i];
+      check(!__builtin_mul_overflow(known, new_shape[i], &known), op, ": shape ", new_shape,
+            " has more elements than an int64 counts");
     }
   }
   if (inferred >= 0) {
@@ -184,6 +187,10 @@ Tensor& Tensor::set_data(const Tensor& source) {
 Tensor& Tensor::fill_(double value) {
   dispatch_all(dtype(), "fill_", [&](auto zero) {
     using T = decltype(zero);
+    if constexpr (std::is_integral_v<T>) {  // a conversion that does not fit is undefined
+      check(value == std::trunc(value) && value >= -0x1p63 && value < 0x1p63, "fill_: ", value, " is not an ",
+            dtype(), " value (tensor of shape ", shape(), ")");
+    }
     launch("fill_", *this, kernels::Fill<T>{nullptr, compute_t<T>(value), ptr<T>(), numel()});
   });
   return *this;

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "autograd/functional.h"
 #include "fuser/sequential.h"
@@ -175,6 +176,9 @@ TEST(Checkpoint, SavesAndRestoresParametersOptimizerAndStep) {
   EXPECT_THROW(load_checkpoint(path, {{"w", wrong}}, opt3), Error);
   EXPECT_THROW(load_checkpoint(path, {{"v", w2}}, opt2), Error);
   testing::expect_error([&] { save_checkpoint(path, {{"w", w}}, opt, 42); }, {"step 42", "optimizer's 1 steps"});
+  testing::expect_error([&] { save_checkpoint(path, {{"run.w", w}}, opt, 1); }, {"parameter 'run.w'", "collide"});
+  testing::expect_error([&] { save_checkpoint(path, {{"optimizer.step", w}}, opt, 1); },
+                        {"parameter 'optimizer.step'", "collide"});
 }
 
 Tensor vector_param(std::vector<double> values) {
@@ -323,6 +327,12 @@ TEST(ParamGroups, BadGroupsAreRefusedNamingTheGroup) {
   testing::expect_error([&] { SGD({{{a, a}}}, SGDOptions{}); }, {"SGD", "in group 0 and again in group 0"});
   testing::expect_error([&] { AdamW({{{a}}, {{b}, -0.1}}, {}); }, {"AdamW: group 1", "weight_decay -0.1"});
   testing::expect_error([&] { SGD({{{a}, std::nullopt, -1.0}}, SGDOptions{}); }, {"SGD: group 0", "lr -1"});
+  // What load_state would refuse is refused here too: a run never saves a state it cannot resume.
+  const double inf = std::numeric_limits<double>::infinity();
+  testing::expect_error([&] { SGD({a}, SGDOptions{1e4}); }, {"SGD: group 0", "lr 10000", "[0, 1000]"});
+  testing::expect_error([&] { SGD({a}, SGDOptions{0.1, 0, inf}); }, {"SGD: group 0", "weight_decay inf"});
+  testing::expect_error([&] { SGD({a}, SGDOptions{0.1, inf}); }, {"SGD: momentum inf"});
+  testing::expect_error([&] { AdamW({a}, AdamWOptions{1e-3, 0.9, 0.999, 0.0}); }, {"AdamW: eps 0", "above 0"});
 
   TwoGroups two;
   two.step(0);

@@ -151,6 +151,10 @@ TEST(Safetensors, MissingFileAndBadNamesAreErrors) {
   testing::expect_error([] { load_safetensors(temp_path("")); }, {"is not a regular file"});
   EXPECT_THROW(save_safetensors(temp_path("x.safetensors"), {{"__metadata__", zeros({1})}}), Error);
   EXPECT_THROW(save_safetensors("/nonexistent-dir/x.safetensors", sample()), Error);
+  testing::expect_error([] { save_safetensors(temp_path("utf8.safetensors"), {{"\xff\xfe", zeros({1})}}); },
+                        {"save_safetensors", "utf8.safetensors", "not valid UTF-8"});
+  testing::expect_error([] { save_safetensors(temp_path("utf8.safetensors"), sample(), {{"k", "\xff"}}); },
+                        {"save_safetensors", "not valid UTF-8"});
 }
 
 }  // namespace

@@ -122,6 +122,12 @@ TEST(SequentialContainer, NamedEntriesNameParametersAndRejectDuplicates) {
   EXPECT_EQ(gain.dtype(), DType::Float64);
   expect_error([&] { Sequential({{"a", std::make_shared<GELU>()}, {"a", std::make_shared<GELU>()}}); },
                {"name 'a'", "GELU(a)", "taken"});
+  // A Sequential in itself, directly or through another: calling it would never end.
+  auto outer = std::make_shared<Sequential>(std::vector<std::shared_ptr<BasicOp>>{std::make_shared<GELU>()});
+  auto inner = std::make_shared<Sequential>(std::vector<std::shared_ptr<BasicOp>>{std::make_shared<GELU>()});
+  outer->append(inner);
+  expect_error([&] { outer->append(outer); }, {"Sequential::insert", "cannot hold itself"});
+  expect_error([&] { inner->append(outer); }, {"Sequential::insert", "cannot hold itself", "through the Sequentials"});
 }
 
 // Every change drops the cached fused lists: the next describe() and call see the new list, and

@@ -9,6 +9,7 @@
 #include "tensor/factories.h"
 #include "tensor/finite.h"
 #include "tensor/parse_number.h"
+#include "tests/expect_error.h"
 
 namespace fuselab {
 namespace {
@@ -25,6 +26,25 @@ TEST(Tensor, FactoriesFillShapesAndDtypes) {
   EXPECT_EQ(t.nbytes(), 24u * 8);
   EXPECT_EQ(t.device(), Device::cpu());
   EXPECT_THROW(from_vector<float>({1, 2, 3}, {2, 2}), Error);
+}
+
+// A shape whose element count wraps around int64 (here to 4) would let a small buffer pass for it.
+TEST(Tensor, ShapesPastInt64AreErrorsNotSmallBuffers) {
+  const int64_t wraps = (int64_t(1) << 62) + 1;  // times 4 is 4 modulo 2^64
+  testing::expect_error([&] { zeros({4}).view({wraps, 4}); }, {"view", "more elements than an int64 counts"});
+  testing::expect_error([&] { empty({wraps, 4}); }, {"empty", "more elements than an int64 counts"});
+  testing::expect_error([&] { from_vector<float>({1, 2, 3, 4}, {wraps, 4}); }, {"from_vector", "more elements"});
+  testing::expect_error([&] { empty({int64_t(1) << 62}, DType::Float64); }, {"empty", "more bytes than a size_t"});
+  // Past half of size_t: refused by the system, not a size class that never ends.
+  EXPECT_THROW(empty({(int64_t(1) << 61) + 1}, DType::Float32), OutOfMemory);
+}
+
+TEST(Tensor, FillRefusesValuesAnIntegerTensorCannotHold) {
+  Tensor ids = zeros({2}, DType::Int64);
+  testing::expect_error([&] { ids.fill_(std::nan("")); }, {"fill_", "nan", "int64", "[2]"});
+  testing::expect_error([&] { ids.fill_(1e30); }, {"fill_", "int64"});
+  testing::expect_error([&] { ids.fill_(1.5); }, {"fill_", "1.5"});
+  EXPECT_EQ(ids.fill_(-3).to_vector<int64_t>(), (std::vector<int64_t>{-3, -3}));
 }
 
 TEST(Tensor, CpuMemoryIs64ByteAligned) {
