@@ -107,8 +107,8 @@ GptConfig gpt2_config(const json& j, const std::string& path) {
   GptConfig c;
   c.arch = "gpt2";
   c.vocab = field<int64_t>(j, path, "vocab_size"), c.context = field<int64_t>(j, path, "n_positions");
-  c.width = field<int64_t>(j, path, "n_embd"), c.layers = field<int64_t>(j, path, "n_layer");
-  c.heads = field<int64_t>(j, path, "n_head");
+  c.width = positive<int64_t>(j, path, "n_embd"), c.layers = field<int64_t>(j, path, "n_layer");
+  c.heads = positive<int64_t>(j, path, "n_head");
   c.mlp_hidden = positive<int64_t>(j, path, "n_inner", 4 * c.width);  // null: 4 n_embd
   c.norm_eps = positive<double>(j, path, "layer_norm_epsilon", 1e-5);
   c.tie_embeddings = field<bool>(j, path, "tie_word_embeddings", true);
@@ -126,8 +126,8 @@ GptConfig llama_config(const json& j, const std::string& path) {
   GptConfig c;
   c.arch = "llama";
   c.vocab = field<int64_t>(j, path, "vocab_size"), c.context = field<int64_t>(j, path, "max_position_embeddings");
-  c.width = field<int64_t>(j, path, "hidden_size"), c.layers = field<int64_t>(j, path, "num_hidden_layers");
-  c.heads = field<int64_t>(j, path, "num_attention_heads");
+  c.width = positive<int64_t>(j, path, "hidden_size"), c.layers = field<int64_t>(j, path, "num_hidden_layers");
+  c.heads = positive<int64_t>(j, path, "num_attention_heads");
   c.kv_heads = positive<int64_t>(j, path, "num_key_value_heads", c.heads);
   c.mlp_hidden = positive<int64_t>(j, path, "intermediate_size");
   c.norm_eps = positive<double>(j, path, "rms_norm_eps", 1e-6);

@@ -8,11 +8,35 @@
 
 namespace fuselab::examples {
 
+namespace {
+
+// The ops a KV cache hands per-call arguments: the attention's and the positions'.
+bool takes_cache_arguments(const BasicOp* op) {
+  return dynamic_cast<const AttentionScores*>(op) || dynamic_cast<const RotaryEmbedding*>(op) ||
+         dynamic_cast<const PositionEmbedding*>(op);
+}
+
+// Per-call arguments reach only a Sequential's own ops: one of those ops inside a nested Sequential
+// would run without the cache (attending to the new tokens alone) or at the wrong positions.
+void check_none_nested(const Sequential& model) {
+  for (const Sequential::Entry& entry : model) {
+    if (!entry.module || !entry.module->nested()) continue;
+    for (const std::shared_ptr<BasicOp>& op : entry.module->nested()->ops()) {
+      check(!takes_cache_arguments(op.get()), "KVCache: ", op->describe(), " is inside the nested Sequential ",
+            entry.name(), ", which a KV cache cannot reach: put the model's ops in one Sequential");
+    }
+    check_none_nested(*entry.module->nested());
+  }
+}
+
+}  // namespace
+
 KVCache::KVCache(const Sequential& model, int64_t batch, int64_t capacity, int64_t head_dim, DType dtype,
                  Device device)
     : batch_(batch), capacity_(capacity) {
   check(batch > 0 && capacity > 0 && head_dim > 0, "KVCache: batch ", batch, ", capacity ", capacity,
         " and head_dim ", head_dim, " must be positive");
+  check_none_nested(model);
   for (const std::shared_ptr<BasicOp>& op : model.ops()) {
     const auto* scores = dynamic_cast<const AttentionScores*>(op.get());
     if (!scores) continue;

@@ -4,7 +4,9 @@
 // per-call arguments (the buffers, the tokens cached so far as "cache_length", and that count as the
 // "position_offset" of RotaryEmbedding and PositionEmbedding) and advances the count. A prompt is
 // one forward over its tokens (prefill), then each generated token one forward of one token
-// (decode), which attends over the cached keys and values instead of re-running the window.
+// (decode), which attends over the cached keys and values instead of re-running the window. The
+// model's attention and position ops must be its own, not inside a nested Sequential (refused:
+// per-call arguments reach only a Sequential's own ops).
 //
 // The buffers hold whole qkv rows, the queries' columns too (unused once written): the attention
 // ops read keys and values from the same layout as without a cache. Forward only, without grad.

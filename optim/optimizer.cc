@@ -34,15 +34,21 @@ double lowest_value(const Tensor& t) {
 std::string group_entry(size_t group, const char* field) { return "group." + std::to_string(group) + "." + field; }
 const char* const kGroupFields[] = {"params", "lr", "weight_decay"};
 
+// A group's hyper-parameters within the limits load_state holds a saved state to, so that a run never
+// saves a state it cannot resume.
+void check_group_hyper(const std::string& who, size_t g, const GroupHyper& hyper) {
+  check(hyper.lr >= 0 && hyper.lr <= Optimizer::kLargestLr && hyper.weight_decay >= 0 &&
+            std::isfinite(hyper.weight_decay),
+        who, ": group ", g, ": lr ", hyper.lr, " must be in [0, ", Optimizer::kLargestLr, "] and weight_decay ",
+        hyper.weight_decay, " finite and not negative");
+}
+
 }  // namespace
 
 Optimizer::Optimizer(const char* name, std::vector<ParamGroup> groups, GroupHyper defaults) {
   for (size_t g = 0; g < groups.size(); ++g) {
     const GroupHyper hyper{groups[g].lr.value_or(defaults.lr), groups[g].weight_decay.value_or(defaults.weight_decay)};
-    // The limits load_state holds a saved state to, so a run never saves a state it cannot resume.
-    check(hyper.lr >= 0 && hyper.lr <= kLargestLr && hyper.weight_decay >= 0 && std::isfinite(hyper.weight_decay),
-          name, ": group ", g, ": lr ", hyper.lr, " must be in [0, ", kLargestLr, "] and weight_decay ",
-          hyper.weight_decay, " finite and not negative");
+    check_group_hyper(name, g, hyper);
     groups_.push_back(hyper);
     for (Tensor& p : groups[g].params) {
       for (size_t k = 0; k < params_.size(); ++k) {
@@ -241,11 +247,7 @@ std::vector<GroupHyper> Optimizer::loaded_groups(const NamedTensors& state) cons
           g, " has ", group_size(g));
     const GroupHyper hyper{single_value<double>(state, group_entry(g, "lr")),
                            single_value<double>(state, group_entry(g, "weight_decay"))};
-    check(std::isfinite(hyper.lr) && std::isfinite(hyper.weight_decay) && hyper.lr <= kLargestLr,
-          "optimizer state: group ", g, ": lr ", hyper.lr, " and weight_decay ", hyper.weight_decay,
-          " cannot be right: both must be finite and the lr at most ", kLargestLr);
-    check(hyper.lr >= 0 && hyper.weight_decay >= 0, "optimizer state: group ", g, ": lr ", hyper.lr,
-          " and weight_decay ", hyper.weight_decay, " must not be negative");
+    check_group_hyper("optimizer state", g, hyper);
     groups.push_back(hyper);
   }
   return groups;

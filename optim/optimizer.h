@@ -56,7 +56,8 @@ class Optimizer {
   static constexpr double kLargestLr = 1e3;
 
   // `name` ("AdamW") and the options' lr and weight decay, the defaults of every group. Throws,
-  // naming the group, on a negative lr or weight decay and on a parameter given twice.
+  // naming the group, on a negative lr or weight decay, an lr above kLargestLr, an infinite weight
+  // decay, and on a parameter given twice.
   Optimizer(const char* name, std::vector<ParamGroup> groups, GroupHyper defaults);
   virtual ~Optimizer() = default;
 

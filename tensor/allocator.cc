@@ -1,5 +1,6 @@
 #include "tensor/allocator.h"
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -44,7 +45,7 @@ CachingAllocator& CachingAllocator::of(Device device) {
 size_t CachingAllocator::size_class(size_t bytes) {
   if (bytes <= kAlignment) return kAlignment;
   // Past half of size_t no power of two holds `bytes` (the doubling below would wrap to 0 and spin):
-  // no class, and the system allocation refuses it (OutOfMemory).
+  // no class, and system_allocate refuses it (OutOfMemory).
   if (bytes > std::numeric_limits<size_t>::max() / 2) return bytes;
   size_t power = kAlignment;
   while (power < bytes) power *= 2;
@@ -61,7 +62,10 @@ void* CachingAllocator::system_allocate(size_t bytes) {
       throw OutOfMemory(message("allocate ", bytes, " bytes on ", device_, ": ", e.what()));
     }
   }
-  void* ptr = std::aligned_alloc(kAlignment, bytes);
+  // No system allocation exceeds PTRDIFF_MAX (glibc's malloc refuses it); asking for more is
+  // undefined for aligned_alloc with a size that is no multiple of the alignment, and fatal under ASan.
+  const size_t largest = size_t(std::numeric_limits<std::ptrdiff_t>::max());
+  void* ptr = bytes <= largest ? std::aligned_alloc(kAlignment, bytes) : nullptr;
   if (ptr == nullptr) throw OutOfMemory(message("allocate ", bytes, " bytes on cpu: out of memory"));
   return ptr;
 }

@@ -134,8 +134,8 @@ TEST(FlashAttention, LeavesTheRotaryEmbeddingOutWhenTheRotatedQkvGoesToTheCaller
 }
 
 // Many query tiles, which the CPU kernel runs on several threads at once, each with its own tile
-// GEMMs: the GEMM library must keep their intermediate results apart. At the GPT's head size (32)
-// the tile products run on OpenBLAS, at 64 on oneDNN (kernels/cpu/gemm.h, kSmallGemm).
+// GEMMs: the GEMM library (kernels/cpu/gemm.h, OpenBLAS or oneDNN by CPU and size) must keep their
+// intermediate results apart.
 TEST(FlashAttention, MatchesUnfusedWhenTilesRunOnSeveralThreads) {
   for (const Attention& a : {Attention{4, 256, 4, 32, true}, Attention{2, 256, 2, 64, true},
                              Attention{2, 256, 4, 32, true, 2, true}}) {

@@ -165,7 +165,7 @@ TEST(HuggingFace, WhatFuseLabCannotComputeIsAnErrorNamingIt) {
   expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["n_layer"] = "two"; })),
                {"n_layer is \"two\", not an integer"});
   expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["n_layer"] = 2.5; })), {"n_layer is 2.5, not an integer"});
-  expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["n_head"] = 0; })), {"config.json", "--heads: 0 is outside"});
+  expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["n_head"] = 0; })), {"config.json", "n_head is 0, not above 0"});
   expect_error(read(changed_copy("llama", [](nlohmann::json& c) { c["num_hidden_layers"] = 100000; })),
                {"--layers: 100000 is outside"});
   expect_error(read(changed_copy("llama", [](nlohmann::json& c) { c["tie_word_embeddings"] = 1; })),
@@ -178,6 +178,9 @@ TEST(HuggingFace, WhatFuseLabCannotComputeIsAnErrorNamingIt) {
                {"intermediate_size is 0, not above 0"});
   expect_error(read(changed_copy("llama", [](nlohmann::json& c) { c["rms_norm_eps"] = 0.0; })), {"rms_norm_eps is 0"});
   expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["n_inner"] = -1; })), {"n_inner is -1, not above 0"});
+  // The width, not the n_inner it would give (4 n_embd), is what a config with n_embd 0 gets wrong.
+  expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["n_embd"] = 0, c["n_inner"] = nullptr; })),
+               {"n_embd is 0, not above 0"});
   expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["layer_norm_epsilon"] = 0.0; })),
                {"layer_norm_epsilon is 0"});
   expect_error(read(changed_copy("llama", [](nlohmann::json& c) {

@@ -14,7 +14,6 @@
 #include "examples/models.h"
 #include "kernels/cuda/device_api.h"
 #include "ops/basic/attention.h"
-#include "ops/basic/linear.h"
 #include "tensor/factories.h"
 #include "tests/expect_error.h"
 
@@ -111,6 +110,12 @@ TEST(KVCache, MisuseIsAnErrorNamingIt) {
   expect_error([&] { cache.forward(model, zeros({2, 3}, DType::Int64)); }, {"KVCache::forward", "[1, T]"});
   cache.forward(model, zeros({1, c.context - 1}, DType::Int64));
   expect_error([&] { cache.forward(model, zeros({1, 2}, DType::Int64)); }, {"11 cached + 2", "capacity of 12"});
+
+  // Ops in a nested Sequential, which per-call arguments cannot reach, would run without the cache.
+  Sequential nesting({std::make_shared<Sequential>(
+      std::vector<std::shared_ptr<BasicOp>>{std::make_shared<AttentionScores>(AttentionHeads(2), true)})});
+  expect_error([&] { KVCache(nesting, 1, 8, 6, DType::Float32, Device::cpu()); },
+               {"KVCache", "AttentionScores", "nested Sequential", "cannot reach"});
 
   // The attention op's own checks, for a caller that passes the arguments by hand.
   auto scores = std::make_shared<AttentionScores>(AttentionHeads(2), true);

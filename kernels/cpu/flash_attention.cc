@@ -24,7 +24,7 @@ namespace {
 
 // Tiles of 64 queries by up to 256 keys. Longer key tiles make fewer and larger GEMMs (a 64 x 64
 // tile's products ran at well under half of the FMA peak) without more work on the causal diagonal:
-// a query tile's keys end at its last query. At T = 1024 the forward took 0.83x the time of 64 x 64
+// a query tile's keys end at its last query. At T = 1024 the forward took 0.85x the time of 64 x 64
 // tiles, the backward 0.96x (bench/RESULTS.md).
 constexpr int64_t kQueryTile = 64, kKeyTile = 256;
 
