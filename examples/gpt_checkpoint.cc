@@ -31,8 +31,13 @@ Metadata tokenizer_settings(const TextTokenizer& tokenizer) {
 }
 
 void save_tokenizer_model(const TextTokenizer& tokenizer, const std::string& folder, const std::string& flag) {
-  if (tokenizer.kind() != "bpe") return;
-  OutputFile file(flag, folder + "/tokenizer.model");
+  const std::string path = folder + "/tokenizer.model";
+  if (tokenizer.kind() != "bpe") {  // an earlier model's file would be taken for this one's tokenizer
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+    return;
+  }
+  OutputFile file(flag, path);
   file.write(tokenizer.saved());
   file.commit();
 }
@@ -41,7 +46,7 @@ void save_gpt_checkpoint(const std::string& folder, const GptConfig& config, con
                          const Sequential& model) {
   Metadata settings = gpt_model_settings(config);
   settings.merge(tokenizer_settings(tokenizer));
-  std::filesystem::create_directories(folder);
+  create_output_folder("checkpoint", folder);
   save_checkpoint_parameters(folder + "/gpt.safetensors", model.named_parameters(), settings);
 }
 

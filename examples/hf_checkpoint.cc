@@ -11,7 +11,8 @@
 // 0x80-0xFF as the code points U+0180-U+01FF: text/bpe_tokenizer.h). Import takes the tokenizer
 // from that metadata, else from a SentencePiece tokenizer.model in the folder, else records that
 // the model has none (generate then refuses text). The imported checkpoint holds the model alone:
-// generate and export read it; training cannot resume from it.
+// generate and export read it; training cannot resume from it. Import refuses a folder that holds
+// a checkpoint already.
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -64,6 +65,11 @@ TextTokenizer tokenizer_of(const std::string& folder, const Metadata& metadata, 
 }
 
 void import_checkpoint(const std::string& folder, const std::string& checkpoint) {
+  create_output_folder("checkpoint", checkpoint);
+  const FolderLock lock("hf_checkpoint: --checkpoint", checkpoint);  // not while a training run writes it
+  // A training run's checkpoint holds its optimizer's state and data order too: never replaced by a model alone.
+  check(!std::filesystem::exists(checkpoint + "/gpt.safetensors"), "hf_checkpoint: --checkpoint ", checkpoint,
+        " already holds a checkpoint (gpt.safetensors); import into a folder without one");
   HuggingFaceModel model = read_hugging_face(folder);
   const TextTokenizer tokenizer = tokenizer_of(folder, model.metadata, model.config.vocab);
   save_gpt_checkpoint(checkpoint, model.config, tokenizer, model.model);

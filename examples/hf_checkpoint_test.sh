@@ -43,5 +43,12 @@ mkdir -p "$dir/broken" && echo '{"model_type": "gpt2"' > "$dir/broken/config.jso
 expect_error "$dir/broken/config.json is not JSON" "$hf" --import="$dir/broken" --checkpoint="$dir/x"
 expect_error "holds a model alone (one imported, say), without the optimizer's state" \
   "$gpt" "${small[@]}" --resume --checkpoint="$dir/gpt2.back"
+expect_error "--checkpoint $dir/gpt2 already holds a checkpoint" "$hf" --import="$dir/gpt2.hf" --checkpoint="$dir/gpt2"
+touch "$dir/a_file"
+expect_error "--export $dir/a_file: is a file, not a folder" "$hf" --checkpoint="$dir/gpt2" --export="$dir/a_file"
+expect_error "--checkpoint $dir/a_file: is a file, not a folder" "$gpt" "${small[@]}" --checkpoint="$dir/a_file"
+# An export over a BPE model's export leaves no tokenizer.model of the earlier model behind.
+"$hf" --checkpoint="$dir/gpt2" --export="$dir/llama.hf" > /dev/null && [ ! -e "$dir/llama.hf/tokenizer.model" ] ||
+  fail "a character model's export kept an earlier tokenizer.model"
 echo "$cases bad inputs checked, $failures failures"
 [ "$failures" -eq 0 ] && echo PASS

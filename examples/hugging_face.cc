@@ -11,6 +11,7 @@
 #include "examples/gpt_flags.h"
 #include "examples/output_file.h"
 #include "tensor/factories.h"
+#include "tensor/finite.h"
 
 namespace fuselab::examples {
 namespace {
@@ -250,6 +251,8 @@ void fill(Tensor param, const Placement& place, NamedTensors& tensors, const std
     if (!place.rows.empty()) expected[0] = place.rows[i];
     check(value.shape() == expected, "read_hugging_face: ", file, ": ", name, " is ", value.shape(),
           " where config.json's sizes make it ", expected);
+    const int64_t non_finite = count_non_finite(value);
+    check(non_finite == 0, "read_hugging_face: ", file, ": ", name, " holds ", non_finite, " NaN or infinite value(s)");
     const int64_t rows = place.rows.empty() ? param.size(0) : place.rows[i];
     param.slice(row, row + rows).copy_(place.transposed ? transpose(value) : value);
     row += rows;
@@ -315,7 +318,7 @@ void write_hugging_face(const std::string& folder, const GptConfig& config, cons
       row += rows;
     }
   }
-  std::filesystem::create_directories(folder);
+  create_output_folder("export", folder);
   Metadata file_metadata = metadata;
   file_metadata["format"] = "pt";
   save_safetensors(folder + "/model.safetensors", tensors, file_metadata);

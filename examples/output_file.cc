@@ -72,6 +72,14 @@ void OutputFile::commit_and_continue() {
   open(std::ios::app);
 }
 
+void create_output_folder(const std::string& flag, const std::string& folder) {
+  std::error_code error;
+  check(!std::filesystem::exists(folder, error) || std::filesystem::is_directory(folder, error), "--", flag, " ",
+        folder, ": is a file, not a folder");
+  std::filesystem::create_directories(folder, error);
+  check(!error, "--", flag, " ", folder, ": cannot create the folder: ", error.message());
+}
+
 void check_different_files(const std::string& flag_a, const std::string& path_a, const std::string& flag_b,
                            const std::string& path_b) {
   if (path_a.empty() || path_b.empty()) return;

@@ -49,6 +49,10 @@ class OutputFile {
   std::ofstream file_;
 };
 
+// Creates the folder a flag names (and its parents) unless it exists; a path that is a file, or a
+// folder that cannot be made, is an error naming the flag.
+void create_output_folder(const std::string& flag, const std::string& folder);
+
 // Throws naming both flags when two output files name the same file (two writers of one file
 // would each rename their own temporary over the other's).
 void check_different_files(const std::string& flag_a, const std::string& path_a, const std::string& flag_b,

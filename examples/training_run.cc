@@ -64,7 +64,7 @@ std::string json_number(double value) {
 // one checkpoint.
 std::unique_ptr<FolderLock> lock_checkpoint_folder(const std::string& program, const std::string& folder) {
   if (folder.empty()) return nullptr;
-  std::filesystem::create_directories(folder);
+  create_output_folder("checkpoint", folder);
   return std::make_unique<FolderLock>(program + ": --checkpoint", folder);
 }
 

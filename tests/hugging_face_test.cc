@@ -147,6 +147,9 @@ TEST(HuggingFace, WhatFuseLabCannotComputeIsAnErrorNamingIt) {
                {"model.layers.0.self_attn.k_proj.weight is [16, 32]", "[32, 32]"});
   expect_error(read(changed_copy("llama", same, [](NamedTensors& t) { t.erase("model.layers.1.mlp.up_proj.weight"); })),
                {"has no tensor model.layers.1.mlp.up_proj.weight"});
+  expect_error(read(changed_copy("llama", same,
+                                 [](NamedTensors& t) { t["model.norm.weight"] = full({32}, NAN, DType::Float32); })),
+               {"model.safetensors", "model.norm.weight holds 32 NaN or infinite value(s)"});
   expect_error(read(changed_copy("llama", same, [](NamedTensors& t) { t["model.layers.0.extra"] = zeros({2}); })),
                {"no place for: model.layers.0.extra"});
   expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["model_type"] = "bert"; })),

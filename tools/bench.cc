@@ -161,11 +161,13 @@ void run_per_fusion(const Run& run) {
   if (!run.json.empty()) {
     write_fusion_json(run.json, run.model->name, run.sizes, run.device.str(), dtype_name(run.dtype), result);
   }
+  if (run.plot.empty()) return;
   std::vector<Bar> bars;
-  for (const FusionMeasurement& r : result.fusions) {
-    bars.push_back({r.speedup(), r.fusion.substr(0, 12), r.fusion.substr(12, 16)});
+  for (const FusionMeasurement& r : result.fusions) {  // a name's first 12 characters, then up to 16 more
+    const std::string& name = r.fusion;
+    bars.push_back({r.speedup(), name.substr(0, 12), name.size() > 12 ? name.substr(12, 16) : ""});
   }
-  if (!run.plot.empty()) write_svg(run.plot, bars);
+  write_svg(run.plot, bars);
 }
 
 void run_bandwidth(const Run& run) {
