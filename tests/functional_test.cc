@@ -173,6 +173,25 @@ TEST(Softmax, RowsSumToOneAndMatchExp) {
   expect_values(log_softmax(x), lsm);
 }
 
+// float32 rows run on a polynomial exponential: within a few ulps of the double result, and a
+// masked (-inf) score still gets a probability of exactly 0.
+TEST(Softmax, Float32IsCloseAndMaskedScoresAreExactlyZero) {
+  const float inf = INFINITY;
+  const std::vector<float> row = {1.5f, -inf, -3.25f, 0.0f, -inf, 7.0f, -90.0f, 2.0f, -0.5f};
+  const Tensor x = from_vector<float>(row, {1, 9});
+  const std::vector<float> p = softmax(x).to_vector<float>(), log_p = log_softmax(x).to_vector<float>();
+  double total = 0;
+  for (float v : row) total += std::exp(double(v));
+  for (size_t j = 0; j < row.size(); ++j) {
+    if (row[j] == -inf) {
+      EXPECT_EQ(p[j], 0.0f) << j;
+      continue;
+    }
+    EXPECT_NEAR(p[j], std::exp(double(row[j])) / total, 1e-6 * std::exp(double(row[j])) / total + 1e-30) << j;
+    EXPECT_NEAR(log_p[j], double(row[j]) - std::log(total), 1e-5) << j;
+  }
+}
+
 TEST(CrossEntropy, MeanNegativeLogLikelihoodWithIgnoreIndex) {
   const Tensor logits = random64({4, 3}, 13, -2, 2);
   const Tensor labels = from_vector<int64_t>({2, -100, 0, 1}, {4});
