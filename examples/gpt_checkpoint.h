@@ -20,7 +20,8 @@ struct GptCheckpoint {
 // --tokenizer, --vocab-size (0 but for BPE) and the "vocabulary" it is rebuilt from, quoted.
 Metadata tokenizer_settings(const TextTokenizer& tokenizer);
 // A BPE model as SentencePiece's own file, `folder`/tokenizer.model, for tools that read one
-// (written through OutputFile, naming `flag` in its errors); nothing for other tokenizers.
+// (written through OutputFile, naming `flag` in its errors); for other tokenizers it removes an
+// earlier model's tokenizer.model, which would be taken for this one's.
 void save_tokenizer_model(const TextTokenizer& tokenizer, const std::string& folder, const std::string& flag);
 
 // From `folder`/gpt.safetensors, as gpt --checkpoint=folder saved it.

@@ -64,14 +64,19 @@ TextTokenizer tokenizer_of(const std::string& folder, const Metadata& metadata, 
   return tokenizer;
 }
 
-void import_checkpoint(const std::string& folder, const std::string& checkpoint) {
-  create_output_folder("checkpoint", checkpoint);
-  const FolderLock lock("hf_checkpoint: --checkpoint", checkpoint);  // not while a training run writes it
-  // A training run's checkpoint holds its optimizer's state and data order too: never replaced by a model alone.
+// A training run's checkpoint holds its optimizer's state and data order too: never replaced by a model alone.
+void check_holds_no_checkpoint(const std::string& checkpoint) {
   check(!std::filesystem::exists(checkpoint + "/gpt.safetensors"), "hf_checkpoint: --checkpoint ", checkpoint,
         " already holds a checkpoint (gpt.safetensors); import into a folder without one");
+}
+
+void import_checkpoint(const std::string& folder, const std::string& checkpoint) {
+  check_holds_no_checkpoint(checkpoint);
   HuggingFaceModel model = read_hugging_face(folder);
   const TextTokenizer tokenizer = tokenizer_of(folder, model.metadata, model.config.vocab);
+  create_output_folder("checkpoint", checkpoint);
+  const FolderLock lock("hf_checkpoint: --checkpoint", checkpoint);  // not while a training run writes it
+  check_holds_no_checkpoint(checkpoint);  // again, now that no run can write one
   save_gpt_checkpoint(checkpoint, model.config, tokenizer, model.model);
   say(folder, model.config, tokenizer, checkpoint);
 }

@@ -10,10 +10,12 @@ namespace fuselab::examples {
 
 namespace {
 
-// The ops a KV cache hands per-call arguments: the attention's and the positions'.
+// The ops a KV cache hands per-call arguments: the positions' (an offset) and the attention's.
+bool takes_position_offset(const BasicOp* op) {
+  return dynamic_cast<const RotaryEmbedding*>(op) || dynamic_cast<const PositionEmbedding*>(op);
+}
 bool takes_cache_arguments(const BasicOp* op) {
-  return dynamic_cast<const AttentionScores*>(op) || dynamic_cast<const RotaryEmbedding*>(op) ||
-         dynamic_cast<const PositionEmbedding*>(op);
+  return dynamic_cast<const AttentionScores*>(op) || takes_position_offset(op);
 }
 
 // Per-call arguments reach only a Sequential's own ops: one of those ops inside a nested Sequential
@@ -57,7 +59,7 @@ Tensor KVCache::forward(Sequential& model, const Tensor& ids) {
     args.push_back({attentions_[i], {{"kv_cache", buffers_[i]}, {"cache_length", length_}}});
   }
   for (const std::shared_ptr<BasicOp>& op : model.ops()) {
-    if (dynamic_cast<RotaryEmbedding*>(op.get()) || dynamic_cast<PositionEmbedding*>(op.get())) {
+    if (takes_position_offset(op.get())) {
       args.push_back({op, {{"position_offset", length_}}});
     }
   }

@@ -62,8 +62,8 @@ void* CachingAllocator::system_allocate(size_t bytes) {
       throw OutOfMemory(message("allocate ", bytes, " bytes on ", device_, ": ", e.what()));
     }
   }
-  // No system allocation exceeds PTRDIFF_MAX (glibc's malloc refuses it); asking for more is
-  // undefined for aligned_alloc with a size that is no multiple of the alignment, and fatal under ASan.
+  // No system allocation exceeds PTRDIFF_MAX (glibc's malloc refuses it), and past half of size_t
+  // the size is no multiple of the alignment, which aligned_alloc does not allow (ASan aborts on it).
   const size_t largest = size_t(std::numeric_limits<std::ptrdiff_t>::max());
   void* ptr = bytes <= largest ? std::aligned_alloc(kAlignment, bytes) : nullptr;
   if (ptr == nullptr) throw OutOfMemory(message("allocate ", bytes, " bytes on cpu: out of memory"));

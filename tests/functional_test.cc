@@ -173,8 +173,9 @@ TEST(Softmax, RowsSumToOneAndMatchExp) {
   expect_values(log_softmax(x), lsm);
 }
 
-// float32 rows run on a polynomial exponential: within a few ulps of the double result, and a
-// masked (-inf) score still gets a probability of exactly 0.
+// float32 rows run on a polynomial exponential: within a few ulps of the double result down to
+// e^-87 and at most 1.6e-38 below it, a masked (-inf) score still gets a probability of exactly 0,
+// and a NaN score makes its row NaN.
 TEST(Softmax, Float32IsCloseAndMaskedScoresAreExactlyZero) {
   const float inf = INFINITY;
   const std::vector<float> row = {1.5f, -inf, -3.25f, 0.0f, -inf, 7.0f, -90.0f, 2.0f, -0.5f};
@@ -187,9 +188,16 @@ TEST(Softmax, Float32IsCloseAndMaskedScoresAreExactlyZero) {
       EXPECT_EQ(p[j], 0.0f) << j;
       continue;
     }
-    EXPECT_NEAR(p[j], std::exp(double(row[j])) / total, 1e-6 * std::exp(double(row[j])) / total + 1e-30) << j;
+    const double expected = std::exp(double(row[j])) / total;
+    if (expected < 1e-38) {
+      EXPECT_LE(p[j], 2e-38f) << j;
+    } else {
+      EXPECT_NEAR(p[j], expected, 1e-6 * expected) << j;
+    }
     EXPECT_NEAR(log_p[j], double(row[j]) - std::log(total), 1e-5) << j;
   }
+  const Tensor with_nan = from_vector<float>({1.0f, NAN, 2.0f}, {1, 3});
+  for (float v : softmax(with_nan).to_vector<float>()) EXPECT_TRUE(std::isnan(v));
 }
 
 TEST(CrossEntropy, MeanNegativeLogLikelihoodWithIgnoreIndex) {
