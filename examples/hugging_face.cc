@@ -104,12 +104,20 @@ T positive(const json& config, const std::string& path, const char* key, std::op
   return value;
 }
 
+// A size that others are computed from (4 n_embd, the heads' width): below 2^31, so they cannot
+// overflow before gpt's own ranges refuse it.
+int64_t dimension(const json& config, const std::string& path, const char* key) {
+  const auto value = positive<int64_t>(config, path, key);
+  check(value < (int64_t(1) << 31), "read_hugging_face: ", path, ": ", key, " is ", value, ", not below 2^31");
+  return value;
+}
+
 GptConfig gpt2_config(const json& j, const std::string& path) {
   GptConfig c;
   c.arch = "gpt2";
   c.vocab = field<int64_t>(j, path, "vocab_size"), c.context = field<int64_t>(j, path, "n_positions");
-  c.width = positive<int64_t>(j, path, "n_embd"), c.layers = field<int64_t>(j, path, "n_layer");
-  c.heads = positive<int64_t>(j, path, "n_head");
+  c.width = dimension(j, path, "n_embd"), c.layers = field<int64_t>(j, path, "n_layer");
+  c.heads = dimension(j, path, "n_head");
   c.mlp_hidden = positive<int64_t>(j, path, "n_inner", 4 * c.width);  // null: 4 n_embd
   c.norm_eps = positive<double>(j, path, "layer_norm_epsilon", 1e-5);
   c.tie_embeddings = field<bool>(j, path, "tie_word_embeddings", true);
@@ -127,8 +135,8 @@ GptConfig llama_config(const json& j, const std::string& path) {
   GptConfig c;
   c.arch = "llama";
   c.vocab = field<int64_t>(j, path, "vocab_size"), c.context = field<int64_t>(j, path, "max_position_embeddings");
-  c.width = positive<int64_t>(j, path, "hidden_size"), c.layers = field<int64_t>(j, path, "num_hidden_layers");
-  c.heads = positive<int64_t>(j, path, "num_attention_heads");
+  c.width = dimension(j, path, "hidden_size"), c.layers = field<int64_t>(j, path, "num_hidden_layers");
+  c.heads = dimension(j, path, "num_attention_heads");
   c.kv_heads = positive<int64_t>(j, path, "num_key_value_heads", c.heads);
   c.mlp_hidden = positive<int64_t>(j, path, "intermediate_size");
   c.norm_eps = positive<double>(j, path, "rms_norm_eps", 1e-6);
@@ -137,7 +145,8 @@ GptConfig llama_config(const json& j, const std::string& path) {
   require(!field<bool>(j, path, "attention_bias", false), path, "attention_bias is true");
   require(!field<bool>(j, path, "mlp_bias", false), path, "mlp_bias is true");
   const auto head_dim = field<int64_t>(j, path, "head_dim", 0);  // 0: hidden_size / num_attention_heads
-  require(head_dim == 0 || head_dim * c.heads == c.width, path, "head_dim times num_attention_heads is not hidden_size");
+  require(head_dim == 0 || (c.width % c.heads == 0 && head_dim == c.width / c.heads), path,
+          "head_dim times num_attention_heads is not hidden_size");
   // The rotary base: rope_theta (transformers 4) or rope_parameters (5); no scaling.
   c.rope_theta = field<double>(j, path, "rope_theta", 10000);
   if (const auto rope = j.find("rope_parameters"); rope != j.end() && rope->is_object()) {

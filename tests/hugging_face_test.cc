@@ -184,6 +184,8 @@ TEST(HuggingFace, WhatFuseLabCannotComputeIsAnErrorNamingIt) {
   // The width, not the n_inner it would give (4 n_embd), is what a config with n_embd 0 gets wrong.
   expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["n_embd"] = 0, c["n_inner"] = nullptr; })),
                {"n_embd is 0, not above 0"});
+  expect_error(read(changed_copy("llama", [](nlohmann::json& c) { c["hidden_size"] = int64_t(1) << 62; })),
+               {"hidden_size is 4611686018427387904, not below 2^31"});
   expect_error(read(changed_copy("gpt2", [](nlohmann::json& c) { c["layer_norm_epsilon"] = 0.0; })),
                {"layer_norm_epsilon is 0"});
   expect_error(read(changed_copy("llama", [](nlohmann::json& c) {
