@@ -75,7 +75,11 @@ TEST(RotaryEmbedding, RefusesAnOddHeadSizeABadShapeAndANegativeOffset) {
                         {"RotaryEmbedding", "position_offset", "-1"});
   testing::expect_error(
       [&] { seq(zeros({1, 3, 8}), {}, {{rope, {{"position_offset", std::numeric_limits<int64_t>::max()}}}}); },
-      {"RotaryEmbedding", "position_offset must be in [0, 2^53]", "9223372036854775807"});
+      {"RotaryEmbedding", "position_offset must be in [0, 2^53 - 3] for 3 tokens", "9223372036854775807"});
+  const int64_t last = (int64_t(1) << 53) - 3;  // the last offset whose 3 positions stay within 2^53
+  seq(zeros({1, 3, 8}), {}, {{rope, {{"position_offset", last}}}});
+  testing::expect_error([&] { seq(zeros({1, 3, 8}), {}, {{rope, {{"position_offset", last + 1}}}}); },
+                        {"RotaryEmbedding", "got 9007199254740990"});
   testing::expect_error([] { RotaryEmbedding(AttentionHeads{2, 1}, 0.0); }, {"RotaryEmbedding", "theta"});
   testing::expect_error([] { AttentionHeads(4, 3); }, {"4 heads over 3 kv_heads", "multiple of kv_heads"});
 }
