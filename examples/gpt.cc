@@ -222,7 +222,8 @@ int main(int argc, char** argv) {
     add_gpt_model_flags(flags, c.model);
     flags.add("batch", c.batch, "windows per step", {1, 1 << 16});
     flags.add("weight-decay", c.weight_decay, "AdamW's decoupled weight decay of the Linear weight matrices (none "
-              "on biases, LayerNorms and embeddings; with --resume the checkpoint's wins)", {0, 1});
+              "on biases, LayerNorms and embeddings; with --resume the checkpoint's wins, and the run says so)",
+              {0, 1});
     flags.add("accumulate", c.accumulate, "micro-batches per step, their grads summed (they split --batch)",
               {1, 1 << 16});
     flags.add("corpus", c.corpus, "folder of fortune files (Debian's fortunes package)");

@@ -31,3 +31,10 @@ for accumulate in 1 2; do
   [ "$(wc -l < "$dir/straight.txt")" -eq 30 ]
   echo "PASS: --accumulate=$accumulate: 30 losses identical after resuming at step 15"
 done
+# A weight decay other than the checkpoint's: the saved one wins, and the run says so.
+rm -rf "$dir/ckpt"
+"$gpt" "${common[@]}" --stop-after=5 --checkpoint="$dir/ckpt" > /dev/null
+said=$("$gpt" "${common[@]}" --stop-after=6 --checkpoint="$dir/ckpt" --resume --weight-decay=0.5 2>&1 > /dev/null)
+grep -qF "a weight decay of 0.5 for parameter group 0 is not applied: a resumed run keeps the one its checkpoint saved (0.01)" \
+  <<<"$said" || { echo "FAIL: --weight-decay with --resume did not say the checkpoint's wins, said: $said"; exit 1; }
+echo "PASS: a resumed run says it keeps the checkpoint's weight decay"

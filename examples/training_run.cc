@@ -202,6 +202,7 @@ void TrainingRun::resume() {
   const std::string file = checkpoint_file();
   check(std::filesystem::exists(file), program_, ": --resume, but there is no checkpoint ", file);
   RunState saved = settings_;
+  const std::vector<GroupHyper> asked = optimizer_.groups();  // as this run's flags set them
   start_ = load_checkpoint(file, model_.named_parameters(), optimizer_, &saved);
   check(start_ <= flags_.steps, program_, ": checkpoint ", file, " is at step ", start_, ", past --steps=",
         flags_.steps);
@@ -219,6 +220,12 @@ void TrainingRun::resume() {
   if (flags_.lr_given) {  // the schedule and the saved moments belong to the saved lr
     std::fprintf(stderr, "%s: --lr %g is not applied: a resumed run keeps the learning rate its checkpoint saved "
                  "(%g)\n", program_.c_str(), flags_.lr, optimizer_.groups()[0].lr);
+  }
+  for (size_t g = 0; g < asked.size(); ++g) {  // e.g. gpt's --weight-decay, which the saved state also holds
+    if (asked[g].weight_decay == optimizer_.groups()[g].weight_decay) continue;
+    std::fprintf(stderr, "%s: a weight decay of %g for parameter group %zu is not applied: a resumed run keeps the "
+                 "one its checkpoint saved (%g)\n", program_.c_str(), asked[g].weight_decay, g,
+                 optimizer_.groups()[g].weight_decay);
   }
 }
 
