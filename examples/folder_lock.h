@@ -1,7 +1,8 @@
 // An exclusive lock on a folder, so that two training runs (or a run and hf_checkpoint's import)
-// given the same --checkpoint folder do not overwrite each other's checkpoints. It is a flock(2) on the hidden file `<folder>/.lock`,
-// which holds the locking process's id for the error the second run gives; the kernel releases
-// the lock when the process ends, however it ends, so a killed run leaves no stale lock.
+// given the same --checkpoint folder do not overwrite each other's checkpoints. It is a flock(2) on
+// the hidden file `<folder>/.lock`, which holds the locking process's id for the error the second
+// run gives; the kernel releases the lock when the process ends, however it ends, so a killed run
+// leaves no stale lock.
 #pragma once
 
 #include <string>

@@ -30,7 +30,6 @@ template <class T>
 compute_t<T> log_sum_exp(const T* x, int64_t cols) {
   using C = compute_t<T>;
   C m = C(x[0]);
-#pragma omp simd reduction(max : m)
   for (int64_t j = 1; j < cols; ++j) m = std::max(m, C(x[j]));
   C total = 0;
 #pragma omp simd reduction(+ : total)
@@ -109,7 +108,6 @@ void CrossEntropyForwardGrad<T>::cpu(KernelContext&) const {
       const bool counted = labels[r] != ignore_index;  // the caller checked the others are in range
       const C picked = counted ? C(xr[labels[r]]) : C(0);
       C m = C(xr[0]);
-#pragma omp simd reduction(max : m)
       for (int64_t j = 1; j < cols; ++j) m = std::max(m, C(xr[j]));
       C total = 0;
 #pragma omp simd reduction(+ : total)

@@ -50,8 +50,8 @@ int64_t RotaryEmbedding::position_offset(const OpContext& ctx, int64_t tokens) c
   const int64_t* offset = find_call_arg<int64_t>(ctx.call_args.get(), "position_offset", describe());
   // Positions become angles in double: past 2^53 they are no longer whole numbers there.
   const int64_t last = (int64_t(1) << 53) - tokens;
-  check(!offset || (*offset >= 0 && *offset <= last), describe(), ": position_offset must be in [0, 2^53 - ", tokens,
-        "] for ", tokens, " tokens, got ", offset ? *offset : 0);
+  check(!offset || (*offset >= 0 && *offset <= last), describe(), ": position_offset must be in [0, 2^53 - ",
+        tokens, "] for ", tokens, " tokens, got ", offset ? *offset : 0);
   return offset ? *offset : 0;
 }
 
@@ -60,7 +60,8 @@ RotaryTables RotaryEmbedding::tables_for(const OpContext& ctx, const Tensor& qkv
   const kernels::AttentionShape s = attention_shape(describe(), qkv, heads_);
   check(s.head_dim % 2 == 0, describe(), ": the head size must be even to rotate its halves, got ", s.head_dim,
         " (qkv ", qkv.shape(), " with ", heads_.describe(), ")");
-  return rotary_tables(s.tokens, s.head_dim, position_offset(ctx, s.tokens), theta_, compute_dtype(qkv.dtype()), qkv.device());
+  return rotary_tables(s.tokens, s.head_dim, position_offset(ctx, s.tokens), theta_, compute_dtype(qkv.dtype()),
+                       qkv.device());
 }
 
 OpForward RotaryEmbedding::op_forward(OpContext& ctx, const Tensor& qkv, const std::vector<Tensor>&) {
