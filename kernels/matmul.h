@@ -40,7 +40,7 @@ struct Matmul {
 // op(w_g) is w_g^T with transpose_w. One GEMM per group with rows. On the CPU, when there are at
 // least as many such groups as threads, the groups run in parallel, each GEMM on one thread (many
 // small experts' GEMMs scale badly across threads one by one); otherwise one after another, each on
-// every thread. On CUDA one cuBLASLt call per group, in order.
+// every thread. On CUDA one cuBLAS grouped call for all groups (kernels/cuda/gemm.h).
 template <class T>
 struct GroupedMatmul {
   bool weight_grad, transpose_w;

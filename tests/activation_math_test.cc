@@ -21,6 +21,18 @@ TEST(ActivationMath, ExpApproxIsWithinFewUlp) {
   EXPECT_LT(worst, 4e-7);  // a few float ulp (2^-23 = 1.2e-7)
 }
 
+// The ends of the range: 0 below -87 (so e^-inf, a masked score, is exactly 0), e^88 at most
+// above 88 (finite), and NaN for NaN.
+TEST(ActivationMath, ExpApproxEdges) {
+  EXPECT_EQ(exp_approx(-INFINITY), 0.0f);
+  EXPECT_EQ(exp_approx(-87.5f), 0.0f);
+  EXPECT_GT(exp_approx(-86.9f), 0.0f);
+  EXPECT_NEAR(exp_approx(88.0f), std::exp(88.0), 1e-6 * std::exp(88.0));
+  EXPECT_EQ(exp_approx(INFINITY), exp_approx(88.0f));
+  EXPECT_TRUE(std::isnan(exp_approx(NAN)));
+  EXPECT_TRUE(std::isnan(exp_approx(-NAN)));
+}
+
 TEST(ActivationMath, TanhApproxIsAccurateAndSaturates) {
   double worst = 0;
   for (float u = -12.0f; u <= 12.0f; u += 0.00317f) worst = std::max(worst, std::abs(double(tanh_approx(u)) - std::tanh(double(u))));

@@ -227,6 +227,9 @@ void basic_op_cases(const Add& add) {
   add(op("GroupedLinear").input({5, 4}).input({3, 3, 4}).bfloat16().runs(grouped_linear({2, 0, 3})));
   add(op("GroupedLinear").input({2, 3, 4}).input({2, 3, 4}).bfloat16().named("all_rows_in_one").runs(grouped_linear({0, 6})));
   add(op("GroupedLinear").input({1, 4}).input({1, 2, 4}).bfloat16().runs(grouped_linear({1})));
+  // Groups of equal sizes: on CUDA one cuBLAS group of several products (kernels/cuda/gemm.h).
+  add(op("GroupedLinear").input({10, 4}).input({4, 3, 4}).bfloat16().named("equal_sizes").runs(
+      grouped_linear({2, 3, 2, 3})));
   add(op("GroupedLinear").input({300, 33}).input({4, 17, 33}).bfloat16().runs(grouped_linear({100, 0, 150, 50})));
   add(op("GroupedLinear").input({5, 4}).input({3, 3, 4}).input({3, 3}).named("bias").bfloat16().runs(grouped_linear({2, 0, 3})));
   add(op("GroupedLinear").input({300, 33}).input({4, 17, 33}).input({4, 17}).named("bias").bfloat16().runs(

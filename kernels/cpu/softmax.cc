@@ -1,11 +1,11 @@
 // The CPU bodies of kernels/softmax.h: rows in parallel. The exponentials are exp_approx's
-// (kernels/activation_math.h: in float about 1 ulp down to e^-87 and 1.6e-38 below it; std::exp
-// in double), whose loops vectorize where glibc's expf is a call per element.
+// (kernels/activation_math.h: in float about 1 ulp down to e^-87 and 0 below it, so a masked -inf
+// score is exactly 0; std::exp in double), whose loops vectorize where glibc's expf is a call per
+// element.
 #include "kernels/softmax.h"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -16,15 +16,6 @@ namespace fuselab::kernels {
 using namespace cpu;  // threading.h
 namespace {
 
-// e^x, exactly 0 at x = -inf (a masked score: AttentionScores' causal mask), where exp_approx,
-// which clamps its argument at -87, would give 1.6e-38; a NaN stays NaN without reaching
-// exp_approx's conversion to an integer.
-template <class C>
-C exp_of(C x) {
-  if (x != x) return x;
-  return x == -std::numeric_limits<C>::infinity() ? C(0) : exp_approx(x);
-}
-
 // In compute_t<T>: float32 for bfloat16 rows.
 template <class T>
 compute_t<T> log_sum_exp(const T* x, int64_t cols) {
@@ -33,7 +24,7 @@ compute_t<T> log_sum_exp(const T* x, int64_t cols) {
   for (int64_t j = 1; j < cols; ++j) m = std::max(m, C(x[j]));
   C total = 0;
 #pragma omp simd reduction(+ : total)
-  for (int64_t j = 0; j < cols; ++j) total += exp_of(C(x[j]) - m);
+  for (int64_t j = 0; j < cols; ++j) total += exp_approx(C(x[j]) - m);
   return m + std::log(total);
 }
 
@@ -52,7 +43,7 @@ void SoftmaxForward<T>::cpu(KernelContext&) const {
       for (int64_t j = 0; j < cols; ++j) yr[j] = T(C(xr[j]) - lse);
     } else {
 #pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) yr[j] = T(exp_of(C(xr[j]) - lse));
+      for (int64_t j = 0; j < cols; ++j) yr[j] = T(exp_approx(C(xr[j]) - lse));
     }
   }
 }
@@ -70,7 +61,7 @@ void SoftmaxBackward<T>::cpu(KernelContext&) const {
 #pragma omp simd reduction(+ : total)
       for (int64_t j = 0; j < cols; ++j) total += C(dyr[j]);
 #pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) dxr[j] = T(C(dyr[j]) - exp_of(C(yr[j])) * total);
+      for (int64_t j = 0; j < cols; ++j) dxr[j] = T(C(dyr[j]) - exp_approx(C(yr[j])) * total);
     } else {
       C dot = 0;
 #pragma omp simd reduction(+ : dot)
@@ -111,7 +102,7 @@ void CrossEntropyForwardGrad<T>::cpu(KernelContext&) const {
       for (int64_t j = 1; j < cols; ++j) m = std::max(m, C(xr[j]));
       C total = 0;
 #pragma omp simd reduction(+ : total)
-      for (int64_t j = 0; j < cols; ++j) total += e[j] = exp_of(C(xr[j]) - m);
+      for (int64_t j = 0; j < cols; ++j) total += e[j] = exp_approx(C(xr[j]) - m);
       lse[r] = m + std::log(total);
       row_loss[r] = counted ? lse[r] - picked : C(0);
       row_counted[r] = counted ? C(1) : C(0);
@@ -138,8 +129,8 @@ void CrossEntropyBackward<T>::cpu(KernelContext&) const {
     const T* xr = x + r * cols;
     const C row_lse = lse[r];
 #pragma omp simd
-    for (int64_t j = 0; j < cols; ++j) dxr[j] = T(exp_of(C(xr[j]) - row_lse) * grad_scale);
-    dxr[labels[r]] = T(exp_of(C(xr[labels[r]]) - row_lse) * grad_scale - grad_scale);
+    for (int64_t j = 0; j < cols; ++j) dxr[j] = T(exp_approx(C(xr[j]) - row_lse) * grad_scale);
+    dxr[labels[r]] = T(exp_approx(C(xr[labels[r]]) - row_lse) * grad_scale - grad_scale);
   }
 }
 

@@ -1,9 +1,11 @@
-// cuBLASLt and cuDNN, opened on first use (runtime/shared_library.h), so that a program built with
-// CUDA starts on a machine without them and needs them only at its first GEMM or convolution on a
-// GPU. The CUDA runtime is linked statically (third_party/cuda/cuda.bzl) and opens the driver
-// itself at the first CUDA call. A new cuBLASLt or cuDNN call in kernels/cuda fails to link,
-// naming the function: add its line.
+// cuBLASLt, cuBLAS (for its grouped GEMM alone) and cuDNN, opened on first use
+// (runtime/shared_library.h), so that a program built with CUDA starts on a machine without them and
+// needs them only at its first GEMM, grouped GEMM or convolution on a GPU. The CUDA runtime is
+// linked statically (third_party/cuda/cuda.bzl) and opens the driver itself at the first CUDA call.
+// A new cuBLASLt, cuBLAS or cuDNN call in kernels/cuda fails to link, naming the function: add its
+// line.
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cudnn.h>
 
 #include <string>
@@ -22,6 +24,13 @@ std::vector<std::string> files(const std::string& name, const char* folder) {
 const fuselab::runtime::SharedLibrary& cublaslt() {
   static const fuselab::runtime::SharedLibrary library(
       "cuBLASLt", files("libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR), "lib64"),
+      "the CUDA 13 toolkit's cuBLAS (its lib64/ on LD_LIBRARY_PATH, or pip's nvidia-cublas)");
+  return library;
+}
+
+const fuselab::runtime::SharedLibrary& cublas() {
+  static const fuselab::runtime::SharedLibrary library(
+      "cuBLAS", files("libcublas.so." + std::to_string(CUBLAS_VER_MAJOR), "lib64"),
       "the CUDA 13 toolkit's cuBLAS (its lib64/ on LD_LIBRARY_PATH, or pip's nvidia-cublas)");
   return library;
 }
@@ -47,6 +56,8 @@ FUSELAB_FORWARD(cublaslt, cublasLtMatmulPreferenceDestroy);
 FUSELAB_FORWARD(cublaslt, cublasLtMatmulPreferenceSetAttribute);
 FUSELAB_FORWARD(cublaslt, cublasLtMatrixLayoutCreate);
 FUSELAB_FORWARD(cublaslt, cublasLtMatrixLayoutDestroy);
+FUSELAB_FORWARD(cublas, cublasCreate_v2);
+FUSELAB_FORWARD(cublas, cublasGemmGroupedBatchedEx_64);
 FUSELAB_FORWARD(cudnn, cudnnConvolutionBackwardData);
 FUSELAB_FORWARD(cudnn, cudnnConvolutionBackwardFilter);
 FUSELAB_FORWARD(cudnn, cudnnConvolutionBiasActivationForward);

@@ -7,6 +7,7 @@
 #include "kernels/cuda/gemm.h"
 
 #include <cublasLt.h>
+#include <cublas_v2.h>
 
 #include <algorithm>
 #include <atomic>
@@ -19,7 +20,9 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_api.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/grouped_gemm_plan.h"
 
 namespace fuselab::kernels::cuda {
 namespace {
@@ -54,6 +57,18 @@ DeviceGemmState& state_of(int device) {
     check_cuda(cudaMalloc(&state.workspace, kWorkspaceBytes), "cudaMalloc(cuBLASLt workspace)");
   }
   return state;
+}
+
+// One cuBLAS handle per device, for the grouped calls (cuBLASLt has none), made on the first of
+// them: a program that never groups GEMMs never opens cuBLAS.
+cublasHandle_t blas_handle(int device) {
+  static std::mutex mutex;
+  static auto* handles = new std::vector<cublasHandle_t>();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (handles->size() <= size_t(device)) handles->resize(size_t(device) + 1, nullptr);
+  cublasHandle_t& handle = (*handles)[size_t(device)];
+  if (handle == nullptr) check_cublas(cublasCreate(&handle), "cublasCreate");
+  return handle;
 }
 
 template <class T> struct Types;
@@ -226,8 +241,9 @@ template <class T>
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, compute_t<T> alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, compute_t<T> beta, T* c, int64_t ldc, int device) {
   if (m == 0 || n == 0) return;
-  if (k == 0) {  // an empty sum: C = beta * C
+  if (k == 0) {  // an empty sum: C = beta * C, where beta = 0 does not read C (it may hold NaNs)
     if (ldc != n) throw std::runtime_error("gemm with k = 0 needs ldc == n");
+    if (beta == compute_t<T>(0)) return fill_bytes(c, 0, size_t(m * n) * sizeof(T), device);
     return scale(c, beta, c, m * n, device);
   }
   const GemmCall<T> call{transpose_a, transpose_b, m, n, k, alpha, a, lda, b, ldb, beta, c, c, ldc,
@@ -249,6 +265,34 @@ bool gemm_with_epilogue(bool transpose_a, bool transpose_b, int64_t m, int64_t n
   const GemmCall<T> call{transpose_a, transpose_b, m, n, k, compute_t<T>(1), a, lda, b, ldb, beta, c, d, ldd,
                          epilogue, bias, aux};
   return run_gemm(call, device);
+}
+
+template <class T>
+void grouped_gemm(bool transpose_a, bool transpose_b, const std::vector<GemmProblem<T>>& problems, int64_t lda,
+                  int64_t ldb, compute_t<T> beta, int64_t ldc, KernelContext& ctx) {
+  const GroupedGemmPlan<T> plan = plan_grouped_gemm(problems);
+  for (const GemmProblem<T>& p : plan.empty_sums) {
+    gemm<T>(transpose_a, transpose_b, p.m, p.n, 0, 1, p.a, lda, p.b, ldb, beta, p.c, ldc, ctx.device);
+  }
+  if (plan.problems() == 0) return;
+  const void** pointers = ctx.scratch<const void*>(int64_t(plan.pointers.size()));
+  use_device(ctx.device);
+  check_cuda(cudaMemcpyAsync(pointers, plan.pointers.data(), plan.pointers.size() * sizeof(void*),
+                             cudaMemcpyHostToDevice, /*stream=*/0),
+             "cudaMemcpyAsync(grouped GEMM pointers)");
+  const size_t groups = plan.group_size.size();
+  const std::vector<cublasOperation_t> op_first(groups, transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N);
+  const std::vector<cublasOperation_t> op_second(groups, transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N);
+  const std::vector<int64_t> ld_first(groups, ldb), ld_second(groups, lda), ld_out(groups, ldc);
+  const std::vector<compute_t<T>> alphas(groups, compute_t<T>(1)), betas(groups, beta);
+  const cudaDataType_t type = Types<T>::data;
+  const int64_t total = plan.problems();
+  check_cublas(cublasGemmGroupedBatchedEx_64(blas_handle(ctx.device), op_first.data(), op_second.data(), plan.m.data(),
+                                             plan.n.data(), plan.k.data(), alphas.data(), pointers, type,
+                                             ld_first.data(), pointers + total, type, ld_second.data(), betas.data(),
+                                             const_cast<void* const*>(pointers + 2 * total), type, ld_out.data(),
+                                             int64_t(groups), plan.group_size.data(), Types<T>::compute()),
+               "cublasGemmGroupedBatchedEx");
 }
 
 FUSELAB_CUDA_GEMM_INSTANTIATE(float)

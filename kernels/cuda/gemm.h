@@ -8,14 +8,34 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/bfloat16.h"
+#include "kernels/kernel.h"
 
 namespace fuselab::kernels::cuda {
 
 template <class T>
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, compute_t<T> alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, compute_t<T> beta, T* c, int64_t ldc, int device);
+
+// One product of a grouped call: C = op(A) op(B) + beta C, C being m x n and the sum k deep.
+template <class T>
+struct GemmProblem {
+  int64_t m, n, k;
+  const T* a;
+  const T* b;
+  T* c;
+};
+
+// Independent GEMMs sharing their transposes, row strides and beta (alpha is 1), each as gemm()
+// computes it, in one cuBLAS call (cublasGemmGroupedBatchedEx) instead of one per product: a
+// mixture of experts' GEMMs, whose row counts differ. The problems of one shape form one of its
+// groups. A problem with m or n zero is skipped, one with k zero is gemm()'s empty sum. The
+// pointer arrays cuBLAS reads go to the device through the context's scratch.
+template <class T>
+void grouped_gemm(bool transpose_a, bool transpose_b, const std::vector<GemmProblem<T>>& problems, int64_t lda,
+                  int64_t ldb, compute_t<T> beta, int64_t ldc, KernelContext& ctx);
 
 // What cuBLASLt applies to the product before it writes D, over the row-major output's last dim
 // (length n): a bias, then optionally ReLU or GELU (tanh form); GELU also writes its input, the
@@ -41,6 +61,8 @@ bool allow_tf32();
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, compute_t<T>, const T*, int64_t, const T*, int64_t, \
                         compute_t<T>, T*, int64_t, int);                                                           \
   template bool gemm_with_epilogue<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t,   \
-                                      compute_t<T>, const T*, T*, int64_t, GemmEpilogue, const T*, T*, int);
+                                      compute_t<T>, const T*, T*, int64_t, GemmEpilogue, const T*, T*, int); \
+  template void grouped_gemm<T>(bool, bool, const std::vector<GemmProblem<T>>&, int64_t, int64_t, compute_t<T>,  \
+                                int64_t, KernelContext&);
 
 }  // namespace fuselab::kernels::cuda

@@ -1,7 +1,10 @@
-// The CUDA body of kernels/grouped_mlp.h: the experts one after another, cuBLASLt for the GEMMs
-// and the GLU kernels of kernels/cuda/gated_linear_unit.cu.
+// The CUDA body of kernels/grouped_mlp.h: each step for all experts at once, a GEMM as one grouped
+// cuBLAS call (kernels/cuda/gemm.h) and the GLU kernels of kernels/cuda/gated_linear_unit.cu over
+// all rows, so a forward is three launches and a backward six however many experts there are.
 
-#include "kernels/cuda/device_api.h"
+#include <numeric>
+#include <vector>
+
 #include "kernels/cuda/gemm.h"
 #include "kernels/gated_linear_unit.h"
 #include "kernels/grouped_mlp.h"
@@ -10,27 +13,17 @@
 // an entry point's lambda may not capture a type of internal linkage.
 namespace fuselab::kernels::cuda {
 
-template <class T>
-struct GroupedMlpOps {
-  Activation gate;
-  int64_t hidden;
-  KernelContext& ctx;
-  void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb,
-            T beta, T* c, int64_t ldc) const {
-    cuda::gemm<T>(ta, tb, m, n, k, 1, a, lda, b, ldb, beta, c, ldc, ctx.device);
-  }
-  void glu(const T* u, T* a, int64_t rows) const { GatedLinearUnitForward<T>{gate, u, a, rows, hidden}.cuda(ctx); }
-  void glu_backward(const T* u, const T* da, T* du, int64_t rows) const {
-    GatedLinearUnitBackward<T>{gate, u, da, du, rows, hidden}.cuda(ctx);
-  }
-  void zero(T* p, int64_t count) const { cuda::fill_bytes(p, 0, size_t(count) * sizeof(T), ctx.device); }
-};
+// The problems of one grouped GEMM: product(g, first, rows) is expert g's, its rows starting at
+// `first` in the row-wise operands.
+template <class T, class Product>
+std::vector<GemmProblem<T>> per_expert(const int64_t* sizes, int64_t groups, Product&& product) {
+  std::vector<GemmProblem<T>> problems;
+  for (int64_t g = 0, first = 0; g < groups; first += sizes[g], ++g) problems.push_back(product(g, first, sizes[g]));
+  return problems;
+}
 
-// Runs chain(g, first, buffer) for every expert in order, with one buffer for all.
-template <class T, class Chain>
-void each_grouped_mlp_expert(KernelContext& ctx, const int64_t* sizes, int64_t groups, int64_t hidden, Chain&& chain) {
-  T* buffer = ctx.scratch<T>(grouped_mlp_buffer<T>(sizes, groups, hidden));
-  for (int64_t g = 0, first = 0; g < groups; first += sizes[g], ++g) chain(g, first, buffer);
+inline int64_t total_rows(const int64_t* sizes, int64_t groups) {
+  return std::accumulate(sizes, sizes + groups, int64_t(0));
 }
 
 }  // namespace fuselab::kernels::cuda
@@ -39,18 +32,54 @@ namespace fuselab::kernels {
 
 template <class T>
 void GroupedMlpForward<T>::cuda(KernelContext& ctx) const {
-  const cuda::GroupedMlpOps<T> ops{gate, hidden, ctx};
-  cuda::each_grouped_mlp_expert<T>(ctx, sizes, groups, hidden, [&](int64_t g, int64_t first, T* buffer) {
-    grouped_mlp_forward_expert(*this, ops, g, first, buffer);
+  using cuda::GemmProblem;
+  const int64_t h = hidden, rows = cuda::total_rows(sizes, groups);
+  T* a = ctx.scratch<T>(rows * h);
+  T* u = pre ? pre : ctx.scratch<T>(rows * 2 * h);
+  const auto up = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
+    return GemmProblem<T>{n, 2 * h, in, x + first * in, w1 + g * 2 * h * in, u + first * 2 * h};
   });
+  cuda::grouped_gemm<T>(false, true, up, in, in, 0, 2 * h, ctx);
+  GatedLinearUnitForward<T>{gate, u, a, rows, h}.cuda(ctx);
+  const auto down = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
+    return GemmProblem<T>{n, out, h, a + first * h, w2 + g * out * h, y + first * out};
+  });
+  cuda::grouped_gemm<T>(false, true, down, h, h, 0, out, ctx);
 }
 
+// A weight grad's problem of an expert without rows is an empty sum: its grad is 0.
 template <class T>
 void GroupedMlpBackward<T>::cuda(KernelContext& ctx) const {
-  const cuda::GroupedMlpOps<T> ops{gate, hidden, ctx};
-  cuda::each_grouped_mlp_expert<T>(ctx, sizes, groups, hidden, [&](int64_t g, int64_t first, T* buffer) {
-    grouped_mlp_backward_expert(*this, ops, g, first, buffer);
+  using cuda::GemmProblem;
+  const int64_t h = hidden, rows = cuda::total_rows(sizes, groups);
+  T* a = ctx.scratch<T>(rows * h);
+  T* da = a;  // in a's place once dW2 has it
+  T* du = ctx.scratch<T>(rows * 2 * h);
+  if (dw2) {
+    GatedLinearUnitForward<T>{gate, pre, a, rows, h}.cuda(ctx);
+    const auto grad_down = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
+      return GemmProblem<T>{out, h, n, dy + first * out, a + first * h, dw2 + g * out * h};
+    });
+    cuda::grouped_gemm<T>(true, false, grad_down, out, h, 0, h, ctx);
+  }
+  if (!dx && !dw1) return;
+  const auto grad_a = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
+    return GemmProblem<T>{n, h, out, dy + first * out, w2 + g * out * h, da + first * h};
   });
+  cuda::grouped_gemm<T>(false, false, grad_a, out, h, 0, h, ctx);
+  GatedLinearUnitBackward<T>{gate, pre, da, du, rows, h}.cuda(ctx);
+  if (dx) {
+    const auto grad_x = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
+      return GemmProblem<T>{n, in, 2 * h, du + first * 2 * h, w1 + g * 2 * h * in, dx + first * in};
+    });
+    cuda::grouped_gemm<T>(false, false, grad_x, 2 * h, in, 0, in, ctx);
+  }
+  if (dw1) {
+    const auto grad_up = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
+      return GemmProblem<T>{2 * h, in, n, du + first * 2 * h, x + first * in, dw1 + g * 2 * h * in};
+    });
+    cuda::grouped_gemm<T>(true, false, grad_up, 2 * h, in, 0, in, ctx);
+  }
 }
 
 FUSELAB_GROUPED_MLP_KERNELS(FUSELAB_INSTANTIATE_CUDA)

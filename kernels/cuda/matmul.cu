@@ -1,7 +1,7 @@
-// The CUDA body of kernels/matmul.h: one cuBLASLt call per batch item that reads the addend as C
-// and writes D (in place when the addend is out: C = D); where cuBLASLt offers no algorithm for
-// that, or for an alpha other than 1 (gemm_with_epilogue has none), the addend is copied into out
-// and accumulated into (beta = 1).
+// The CUDA body of kernels/matmul.h. Matmul: one cuBLASLt call per batch item that reads the addend
+// as C and writes D (in place when the addend is out: C = D); where cuBLASLt offers no algorithm
+// for that, or for an alpha other than 1 (gemm_with_epilogue has none), the addend is copied into
+// out and accumulated into (beta = 1). GroupedMatmul: one cuBLAS grouped call.
 #include "kernels/matmul.h"
 
 #include "kernels/cuda/device_api.h"
@@ -26,23 +26,22 @@ void Matmul<T>::cuda(KernelContext& ctx) const {
   }
 }
 
+// Every group's GEMM in one grouped call; a weight grad of a group without rows is an empty sum, 0.
 template <class T>
 void GroupedMatmul<T>::cuda(KernelContext& ctx) const {
+  std::vector<cuda::GemmProblem<T>> problems;
   for (int64_t g = 0, first = 0; g < groups; first += sizes[g], ++g) {
-    const int64_t rows = sizes[g];
+    const T* a_g = a + first * a_cols;
     if (weight_grad) {
-      T* out_g = out + g * a_cols * out_cols;
-      if (rows == 0) {
-        cuda::fill_bytes(out_g, 0, size_t(a_cols * out_cols) * sizeof(T), ctx.device);  // 0 in every dtype
-        continue;
-      }
-      cuda::gemm<T>(true, false, a_cols, out_cols, rows, 1, a + first * a_cols, a_cols, w + first * out_cols, out_cols,
-                    0, out_g, out_cols, ctx.device);
-    } else if (rows > 0) {
-      cuda::gemm<T>(false, transpose_w, rows, out_cols, a_cols, 1, a + first * a_cols, a_cols,
-                    w + g * a_cols * out_cols, transpose_w ? a_cols : out_cols, 0, out + first * out_cols, out_cols,
-                    ctx.device);
+      problems.push_back({a_cols, out_cols, sizes[g], a_g, w + first * out_cols, out + g * a_cols * out_cols});
+    } else {
+      problems.push_back({sizes[g], out_cols, a_cols, a_g, w + g * a_cols * out_cols, out + first * out_cols});
     }
+  }
+  if (weight_grad) {
+    cuda::grouped_gemm<T>(true, false, problems, a_cols, out_cols, 0, out_cols, ctx);
+  } else {
+    cuda::grouped_gemm<T>(false, transpose_w, problems, a_cols, transpose_w ? a_cols : out_cols, 0, out_cols, ctx);
   }
 }
 

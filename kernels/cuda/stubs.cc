@@ -56,6 +56,11 @@ bool gemm_with_epilogue(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t
                         const T*, T*, int64_t, GemmEpilogue, const T*, T*, int) {
   unavailable("cublasLtMatmul");
 }
+template <class T>
+void grouped_gemm(bool, bool, const std::vector<GemmProblem<T>>&, int64_t, int64_t, compute_t<T>, int64_t,
+                  KernelContext&) {
+  unavailable("cublasGemmGroupedBatchedEx");
+}
 void set_allow_tf32(bool) {}
 bool allow_tf32() { return false; }
 

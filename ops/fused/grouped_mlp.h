@@ -1,8 +1,9 @@
 // GroupedMlp: a mixture of experts' MLP, GroupedLinear (width -> 2 hidden), a gated linear unit
 // (SwiGLU or any of its family) and GroupedLinear (hidden -> width), as one joint forward-backward
-// op: each expert runs its whole chain before the next (kernels/grouped_mlp.h), so the GLU's output
-// and the backward's hidden grads live only in a buffer of one expert's rows, and only the gate/up
-// product u is kept for backward (the unfused ops keep u and the GLU's output for every expert).
+// op that keeps only the gate/up product u for backward (the unfused ops keep u and the GLU's
+// output for every expert). On the CPU each expert runs its whole chain before the next, so the
+// GLU's output and the backward's hidden grads live only in a buffer of one expert's rows; on CUDA
+// each step runs for all experts at once, as grouped GEMMs (kernels/grouped_mlp.h).
 // The permute before it and the unpermute after it stay the basic ops they are: a GEMM takes its
 // rows contiguous, so the gather and the weighted scatter are one pass each either way.
 #pragma once

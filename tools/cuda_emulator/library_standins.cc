@@ -2,6 +2,8 @@
 // emulator runs FuseLab's own kernels, not NVIDIA's libraries.
 //
 // - gemm: a plain dot product per output element, accumulated in compute_t<T>.
+// - grouped_gemm: the arguments gemm.cu hands cuBLAS (grouped_gemm_plan.h), multiplied as cuBLAS's
+//   documentation states (column-major, group by group), so the plan is tested here.
 // - gemm_with_epilogue: "no algorithm" (false), as gemm.h allows, so callers apply the epilogue
 //   with their own kernels, which then run emulated.
 // - conv2d: throws; the convolution tests are left out of the emulated run.
@@ -10,6 +12,7 @@
 
 #include "kernels/conv2d.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/grouped_gemm_plan.h"
 
 namespace fuselab::kernels::cuda {
 namespace {
@@ -29,6 +32,40 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, c
       }
       T& out = c[i * ldc + j];
       out = T(alpha * dot + (beta == C(0) ? C(0) : beta * C(out)));
+    }
+  }
+}
+
+// cublasGemmGroupedBatchedEx on the plan: for problem idx of group i, column-major
+// C[idx] (m_i x n_i, leading dimension ldc) = op(A[idx]) op(B[idx]) + beta C[idx].
+template <class T>
+void grouped_gemm(bool transpose_a, bool transpose_b, const std::vector<GemmProblem<T>>& problems, int64_t lda,
+                  int64_t ldb, compute_t<T> beta, int64_t ldc, KernelContext& ctx) {
+  using C = compute_t<T>;
+  const GroupedGemmPlan<T> plan = plan_grouped_gemm(problems);
+  for (const GemmProblem<T>& p : plan.empty_sums) {
+    gemm<T>(transpose_a, transpose_b, p.m, p.n, 0, 1, p.a, lda, p.b, ldb, beta, p.c, ldc, ctx.device);
+  }
+  // cuBLAS's operands, as gemm.cu passes them: the first is the problems' B, the second their A.
+  const bool op_first = transpose_b, op_second = transpose_a;
+  const int64_t ld_first = ldb, ld_second = lda, total = plan.problems();
+  for (size_t group = 0, idx = 0; group < plan.group_size.size(); ++group) {
+    const int64_t m = plan.m[group], n = plan.n[group], k = plan.k[group];
+    for (int64_t member = 0; member < plan.group_size[group]; ++member, ++idx) {
+      const T* first = static_cast<const T*>(plan.pointers[idx]);
+      const T* second = static_cast<const T*>(plan.pointers[size_t(total) + idx]);
+      T* out = static_cast<T*>(const_cast<void*>(plan.pointers[size_t(2 * total) + idx]));
+      for (int64_t j = 0; j < n; ++j) {
+        for (int64_t i = 0; i < m; ++i) {
+          C dot = C(0);
+          for (int64_t p = 0; p < k; ++p) {
+            dot += C(op_first ? first[p + i * ld_first] : first[i + p * ld_first]) *
+                   C(op_second ? second[j + p * ld_second] : second[p + j * ld_second]);
+          }
+          T& c = out[i + j * ldc];
+          c = T(dot + (beta == C(0) ? C(0) : beta * C(c)));
+        }
+      }
     }
   }
 }
