@@ -26,12 +26,14 @@ namespace fuselab::kernels {
 // e^x for float without a library call, so loops over it vectorize (glibc's expf does not):
 // x = n ln2 + r with |r| <= ln2/2, e^r from Cephes' degree-6 polynomial (about 1 ulp), and 2^n
 // written straight into the exponent bits. Below -87, where e^x leaves float's normal range, it is
-// 0, so a masked score (-inf) weighs exactly nothing; a NaN stays NaN (the clamp gives it a finite
-// n, as the conversion to an integer needs). Double keeps std::exp: it is the precise reference.
+// 0, so a masked score (-inf) weighs exactly nothing; a NaN stays NaN. Double keeps std::exp: it is
+// the precise reference.
 FUSELAB_HOST_DEVICE inline float exp_approx(float x) {
-  const float c = x > -87.0f ? (x < 88.0f ? x : 88.0f) : -87.0f;
-  // Round to nearest by adding and subtracting 1.5 * 2^23 (nearbyint does not vectorize on SSE2).
-  const float n = (c * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  const float c = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);  // a NaN passes
+  // Adding 1.5 * 2^23 rounds to an integer, which then sits in the sum's low mantissa bits:
+  // rounding without nearbyint (no SSE2 vector form) and n without a float-to-int conversion.
+  const float shifted = c * 1.44269504088896341f + 12582912.0f;
+  const float n = shifted - 12582912.0f;
   const float r = (c - n * 0.693359375f) + n * 2.12194440e-4f;  // ln2 split in a high and a low part
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -40,10 +42,12 @@ FUSELAB_HOST_DEVICE inline float exp_approx(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const int32_t bits = (int32_t(n) + 127) << 23;
+  uint32_t bits;  // shifted's bits are 0x4B400000 + n; 2^n's exponent field is n + 127
+  memcpy(&bits, &shifted, sizeof(bits));
+  bits = (bits - 0x4B400000u + 127u) << 23;
   float scale;
   memcpy(&scale, &bits, sizeof(scale));
-  return x < -87.0f ? 0.0f : (x != x ? x : p * scale);
+  return x < -87.0f ? 0.0f : p * scale;
 }
 FUSELAB_HOST_DEVICE inline double exp_approx(double x) { return exp(x); }
 
