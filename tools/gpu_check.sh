@@ -6,8 +6,8 @@
 #
 # `run` checks that every library resolves, runs the GPU tests (cuda_test and op_cases_test; their
 # device tests again under compute-sanitizer memcheck; nccl_test with one rank), trains charlm on the GPU for 3000
-# steps, then runs //tools:bench on CUDA for the MLP block and the norm block at sizes that fill
-# the chip, and PyTorch eager on the same shapes when torch is installed, and RMSNorm's bandwidth
+# steps, then runs //tools:bench on CUDA for the MLP block, the norm block and the MoE block at
+# sizes that fill the chip, and PyTorch eager on the same shapes when torch is installed, and RMSNorm's bandwidth
 # against a device-to-device copy. Logs go to LOGDIR; a table is printed last. Exit status: 0 when every
 # test passed.
 set -uo pipefail
@@ -102,8 +102,9 @@ run() {
   # The main job on the GPU: the same run as on the CPU, so the losses can be compared.
   check charlm_cuda "$gpu/examples/charlm" --device cuda --data "$gpu/words" --steps 3000 --json "$logs/charlm_cuda.json"
 
+  # moe_block: 8 experts, top-2, expert hidden 512 (both programs' defaults), its GEMMs grouped.
   local benches=("mlp_block 16384 1024 float32" "mlp_block 4096 1024 float32" "mlp_block 16384 1024 bfloat16"
-    "norm_block 16384 4096 float32")
+    "norm_block 16384 4096 float32" "moe_block 16384 1024 float32")
   for b in "${benches[@]}"; do
     read -r model tokens hidden dtype <<<"$b"
     local name="${model}_${tokens}_$dtype"
