@@ -41,10 +41,17 @@ int run(const Config& c) {
   const std::string prompt = c.prompt_given ? c.prompt : std::string(std::istreambuf_iterator<char>(std::cin), {});
   check(!prompt.empty(), "generate: the prompt is empty; give --prompt=TEXT or text on stdin (the model has no "
         "start token)");
+  const std::vector<int64_t> prompt_ids = tokenizer.encode(prompt).to_vector<int64_t>();
+  // A character model reads a character it never saw in training as its unknown token: say so.
+  const std::string read = tokenizer.decode(prompt_ids);
+  if (read != prompt) {
+    std::fprintf(stderr, "generate: warning: the model's vocabulary lacks some of the prompt's characters; it reads "
+                 "\"%s\"\n", read.c_str());
+  }
   std::string text;
   Generator gen(uint64_t(c.seed));
   const GenerationStats stats = generate(
-      model, tokenizer.encode(prompt).to_vector<int64_t>(), c.max_tokens, model_config.context,
+      model, prompt_ids, c.max_tokens, model_config.context,
       model_config.width / model_config.heads, c.sampling, gen, device, [&](int64_t id) {
         const std::string piece = tokenizer.decode({id});
         std::fwrite(piece.data(), 1, piece.size(), stdout);

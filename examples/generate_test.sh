@@ -39,6 +39,13 @@ fi
 speeds=$("$generate" --checkpoint="$dir/ckpt" --prompt="The " --max-tokens=20 2>&1 >/dev/null)
 grep -qE "prefill: [0-9]+ tokens in .* tokens/s\); decode: 19 tokens in" <<<"$speeds" || fail "speeds: $speeds"
 
+odd=$("$generate" --checkpoint="$dir/ckpt" --prompt=$'The \x07' --max-tokens=5 2>&1 >/dev/null)
+if [[ " $* " == *" --tokenizer=bpe "* ]]; then  # its byte pieces read any text
+  [[ "$odd" != *"lacks"* ]] || fail "a BPE model warned of a byte it has a piece for: $odd"
+else
+  [[ "$odd" == *"lacks some of the prompt's characters"* ]] || fail "no warning for a character outside the vocabulary: $odd"
+fi
+
 expect_error "the prompt is empty" "$generate" --checkpoint="$dir/ckpt" </dev/null
 expect_error "--checkpoint=DIR is required" "$generate" --prompt=x
 expect_error "$dir/none/gpt.safetensors" "$generate" --checkpoint="$dir/none" --prompt=x
