@@ -37,6 +37,8 @@ TEST(Tensor, ShapesPastInt64AreErrorsNotSmallBuffers) {
   testing::expect_error([&] { empty({int64_t(1) << 62}, DType::Float64); }, {"empty", "more bytes than a size_t"});
   // Past half of size_t: refused by the system, not a size class that never ends.
   EXPECT_THROW(empty({(int64_t(1) << 61) + 1}, DType::Float32), OutOfMemory);
+  // 2^50 bytes, beyond any address space the system hands out (and past ASan's largest allocation).
+  EXPECT_THROW(empty({int64_t(1) << 48}, DType::Float32), OutOfMemory);
 }
 
 TEST(Tensor, FillRefusesValuesAnIntegerTensorCannotHold) {

@@ -61,8 +61,8 @@ bool allow_tf32();
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, compute_t<T>, const T*, int64_t, const T*, int64_t, \
                         compute_t<T>, T*, int64_t, int);                                                           \
   template bool gemm_with_epilogue<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t,   \
-                                      compute_t<T>, const T*, T*, int64_t, GemmEpilogue, const T*, T*, int); \
-  template void grouped_gemm<T>(bool, bool, const std::vector<GemmProblem<T>>&, int64_t, int64_t, compute_t<T>,  \
+                                      compute_t<T>, const T*, T*, int64_t, GemmEpilogue, const T*, T*, int);       \
+  template void grouped_gemm<T>(bool, bool, const std::vector<GemmProblem<T>>&, int64_t, int64_t, compute_t<T>,     \
                                 int64_t, KernelContext&);
 
 }  // namespace fuselab::kernels::cuda
