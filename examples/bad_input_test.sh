@@ -41,9 +41,11 @@ expect_error "$dir/folder/charlm.safetensors: is not a regular file" "$charlm" "
 expect_error "metadata step '2x' is not a non-negative integer" "$charlm" "${small[@]}" --resume --checkpoint="$dir/step_2x"
 expect_error "metadata step 99 disagrees with the optimizer's step count 20" "$charlm" "${small[@]}" --resume --checkpoint="$dir/step_99"
 expect_error "is at step 20, past --steps=10" "$charlm" "${small[@]}" --steps=10 --resume --checkpoint="$dir/good"
-expect_error "--json $dir/missing/out.json: cannot open it" "$charlm" "${small[@]}" --json="$dir/missing/out.json"
+expect_error "--json $dir/missing/out.json: its folder $dir/missing does not exist" "$charlm" "${small[@]}" \
+  --json="$dir/missing/out.json"
+expect_error "--json /proc/version: cannot create /proc/version.tmp beside it" "$charlm" "${small[@]}" --json=/proc/version
 expect_error "--json /dev/full: write failed" "$charlm" "${small[@]}" --json=/dev/full
-expect_error "--loss-log $dir/missing/loss.txt: cannot open it" "$charlm" "${small[@]}" --loss-log="$dir/missing/loss.txt"
+expect_error "--loss-log $dir/missing/loss.txt: its folder $dir/missing does not exist" "$charlm" "${small[@]}" --loss-log="$dir/missing/loss.txt"
 expect_error "--loss-log /dev/full: write failed" "$charlm" "${small[@]}" --loss-log=/dev/full
 expect_error "FUSELAB_DIST_TIMEOUT_S='abc' is not a valid value; it takes a number of seconds > 0" env FUSELAB_DIST_TIMEOUT_S=abc "$charlm" "${small[@]}" --data-parallel
 expect_error "--steps: -1 is outside" "$classify" --steps=-1

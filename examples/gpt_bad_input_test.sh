@@ -37,7 +37,8 @@ expect_error "--moe-every=1 leaves none of the --layers=0 blocks with experts" "
 expect_error "--batch=4 does not split evenly into --accumulate=3" "$gpt" "${small[@]}" --accumulate=3
 expect_error "there is no checkpoint $dir/empty/gpt.safetensors" "$gpt" "${small[@]}" --resume --checkpoint="$dir/empty"
 expect_error "$dir/folder/gpt.safetensors: is not a regular file" "$gpt" "${small[@]}" --resume --checkpoint="$dir/folder"
-expect_error "--json $dir/missing/out.json: cannot open it" "$gpt" "${small[@]}" --json="$dir/missing/out.json"
+expect_error "--json $dir/missing/out.json: its folder $dir/missing does not exist" "$gpt" "${small[@]}" \
+  --json="$dir/missing/out.json"
 "$gpt" "${small[@]}" --checkpoint="$dir/good" >/dev/null || { echo "FAIL: the reference run failed"; exit 1; }
 expect_error "is at step 4, past --steps=2" "$gpt" "${small[@]}" --steps=2 --resume --checkpoint="$dir/good"
 expect_error "gpt.safetensors" "$gpt" "${small[@]}" --width=32 --resume --checkpoint="$dir/good"

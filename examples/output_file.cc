@@ -23,9 +23,13 @@ void OutputFile::open(std::ios::openmode mode) {
   if (exists && !fs::is_regular_file(path_, error)) {
     file_.open(path_, std::ios::out | mode);
   } else {
+    const fs::path folder = fs::path(path_).parent_path();
+    check(folder.empty() || fs::is_directory(folder, error), "--", flag_, " ", path_, ": its folder ", folder.string(),
+          " does not exist");
     temporary_ = path_ + ".tmp";
     lock_fd_ = ::open(temporary_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    check(lock_fd_ >= 0, "--", flag_, " ", path_, ": cannot open it for writing: ", std::strerror(errno));
+    check(lock_fd_ >= 0, "--", flag_, " ", path_, ": cannot create ", temporary_, " beside it to write to: ",
+          std::strerror(errno));
     if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) {
       ::close(lock_fd_);
       lock_fd_ = -1;
