@@ -273,10 +273,10 @@ void grouped_gemm(bool transpose_a, bool transpose_b, const std::vector<GemmProb
                   int64_t ldb, compute_t<T> beta, int64_t ldc, KernelContext& ctx) {
   // cuBLAS asks operands of bfloat16 and of TF32 math in grouped calls to be aligned (16 bytes
   // always suffices): products that are not go one gemm() at a time.
-  const bool aligned = std::all_of(problems.begin(), problems.end(), [](const GemmProblem<T>& p) {
-    return alignment_of(p.a) >= 16 && alignment_of(p.b) >= 16 && alignment_of(p.c) >= 16;
-  });
-  if (!aligned && (std::is_same_v<T, bfloat16> || (std::is_same_v<T, float> && tf32()))) {
+  const bool strict = std::is_same_v<T, bfloat16> || (std::is_same_v<T, float> && tf32());
+  if (strict && !std::all_of(problems.begin(), problems.end(), [](const GemmProblem<T>& p) {
+        return alignment_of(p.a) >= 16 && alignment_of(p.b) >= 16 && alignment_of(p.c) >= 16;
+      })) {
     for (const GemmProblem<T>& p : problems) {
       gemm<T>(transpose_a, transpose_b, p.m, p.n, p.k, 1, p.a, lda, p.b, ldb, beta, p.c, ldc, ctx.device);
     }

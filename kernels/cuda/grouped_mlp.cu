@@ -1,6 +1,7 @@
 // The CUDA body of kernels/grouped_mlp.h: each step for all experts at once, a GEMM as one grouped
 // cuBLAS call (kernels/cuda/gemm.h) and the GLU kernels of kernels/cuda/gated_linear_unit.cu over
-// all rows, so a forward is three launches and a backward six however many experts there are.
+// all rows, so a forward is three launches and a backward six however many experts there are (and
+// a fill of zeros for each weight grad of an expert without rows).
 
 #include <numeric>
 #include <vector>

@@ -36,7 +36,7 @@ class RotaryEmbedding : public BasicOp {
   double theta() const { return theta_; }
   std::vector<std::string> call_arg_keys() const override { return {"position_offset"}; }
   // The position offset of this call (its per-call argument), checked so that the last of its
-  // `tokens` positions is at most 2^53.
+  // `tokens` positions is below 2^53.
   int64_t position_offset(const OpContext& ctx, int64_t tokens) const;
   // The tables for qkv in this call, after checking qkv's shape (an even head size among them).
   RotaryTables tables_for(const OpContext& ctx, const Tensor& qkv) const;
