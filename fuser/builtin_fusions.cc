@@ -34,6 +34,7 @@ const bool kRegistered = [] {
       backward_activation_bias_fusion(),
       backward_add_norm_fusion(),
       flash_attention_fusion(),
+      routed_grouped_mlp_fusion(),  // before GroupedMlp, which would take its experts alone
       grouped_mlp_fusion(),
       lm_head_cross_entropy_fusion(),
   };

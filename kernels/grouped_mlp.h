@@ -1,6 +1,7 @@
 // A mixture of experts' MLP, the experts' two GroupedLinears and the gated linear unit between
 // them (GroupedMlp, ops/fused/grouped_mlp.h). Expert g takes its run of rows x_g [n_g, in] (the
-// runs consecutive, their sizes on the host):
+// runs consecutive, their sizes on the host), each row x's own or, given the sources, the row of x
+// it names (MoEPermute's gather, done where the rows are read):
 //
 //   u_g = x_g W1_g^T    [n_g, 2h]    W1 [G, 2h, in], the gate and up halves
 //   a_g = glu(u_g)      [n_g, h]     gate(u[:, :h]) * u[:, h:]  (kernels/gated_linear_unit.h)
@@ -14,13 +15,13 @@
 // Only u is kept for backward; an expert without rows gets dW1_g = dW2_g = 0. The two backends
 // order the work for their hardware:
 // - CPU (kernels/cpu/grouped_mlp.cc): each expert runs its whole chain before the next, in chunks
-//   of its rows, so a_g, da_g and du_g live in a buffer of one chunk (per thread), in cache at a
-//   mixture's expert sizes; the unfused ops keep u and a for every expert and hold da and du for
-//   all at once. The experts run in parallel, one per thread, when at least as many have rows as
+//   of its rows, so a_g, da_g and du_g (and the chunk's rows of x, gathered) live in a buffer of
+//   one chunk (per thread), in cache at a mixture's expert sizes; the unfused ops keep u and a for
+//   every expert and hold da and du (and the gathered x) for all at once. The experts run in parallel, one per thread, when at least as many have rows as
 //   there are threads (as GroupedMatmul).
 // - CUDA (kernels/cuda/grouped_mlp.cu): each line above runs for all experts at once, a GEMM as one
 //   grouped cuBLAS call and the GLU as one launch over all rows, so the launches do not grow with
-//   the experts; a, da and du are scratch for all rows.
+//   the experts; a, da and du (and the gathered x) are scratch for all rows.
 #pragma once
 
 #include <cstdint>
@@ -36,11 +37,12 @@ struct GroupedMlpForward {
   int64_t groups;
   const int64_t* sizes;  // [groups], on the host, summing to the rows
   int64_t in, hidden, out;
-  const T* x;   // [rows, in]
-  const T* w1;  // [groups, 2 hidden, in]
-  const T* w2;  // [groups, out, hidden]
-  T* pre;       // u [rows, 2 hidden], kept for backward, or null
-  T* y;         // [rows, out]
+  const T* x;              // [rows, in], or the rows the sources name
+  const int64_t* sources;  // [rows] on x's device: the row of x each row is, or null for x's own
+  const T* w1;             // [groups, 2 hidden, in]
+  const T* w2;             // [groups, out, hidden]
+  T* pre;                  // u [rows, 2 hidden], kept for backward, or null
+  T* y;                    // [rows, out]
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
@@ -51,11 +53,12 @@ struct GroupedMlpBackward {
   const int64_t* sizes;
   int64_t in, hidden, out;
   const T* x;
+  const int64_t* sources;
   const T* w1;
   const T* w2;
   const T* pre;  // u, as the forward kept it
   const T* dy;   // [rows, out]
-  T* dx;         // [rows, in], or null
+  T* dx;         // [rows, in], each row's own (summing into the sources is MoEPermute's backward), or null
   T* dw1;        // [groups, 2 hidden, in], or null
   T* dw2;        // [groups, out, hidden], or null
   FUSELAB_KERNEL_ENTRY_POINTS;

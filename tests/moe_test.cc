@@ -139,25 +139,31 @@ INSTANTIATE_TEST_SUITE_P(Routings, MoE,
                                            Routing{3, 1, RouterScore::Softmax, 0.5}));
 
 // The experts' MLP between a permute and an unpermute whose routing the test chooses: the
-// GroupedMlp fusion against the basic ops (outputs and every grad; finite differences in float64).
+// GroupedMlp and RoutedGroupedMlp fusions against the basic ops (outputs and every grad; finite
+// differences in float64).
 struct ChosenRouting {
   std::string name;
   int64_t experts, top_k;
   std::vector<int64_t> chosen;  // [rows, top_k]
+  double capacity_factor = 0;   // 0: dropless
 };
 
-// The permute, the experts' MLP of `hidden` and the unpermute in `dtype`, routed as `r` says: the
-// GroupedMlp fusion against the basic ops.
+// The permute, the experts' MLP of `hidden` and the unpermute in `dtype`, routed as `r` says: each
+// fusion against the basic ops.
 void expect_grouped_mlp_matches(const ChosenRouting& r, int64_t hidden, DType dtype) {
   const int64_t rows = int64_t(r.chosen.size()) / r.top_k, width = 5;
-  Generator gen(21);
-  Sequential seq(moe_experts({width, hidden, r.experts, r.top_k}, "moe", gen).ops);
-  seq.to(dtype);
-  const Tensor x = normal({rows, width}, 0, 1, dtype, &gen);
-  const Tensor weights = uniform({rows, r.top_k}, 0, 1, dtype, &gen);
-  const FusionCheckResult result =
-      check_fusion("GroupedMlp", seq, x, {from_vector<int64_t>(r.chosen, {rows, r.top_k}), weights});
-  EXPECT_TRUE(result.ok) << dtype_name(dtype) << ": " << result.problem << "\n" << result.lists;
+  for (const char* fusion : {"GroupedMlp", "RoutedGroupedMlp"}) {
+    Generator gen(21);
+    MoEMlpConfig config{width, hidden, r.experts, r.top_k};
+    config.capacity_factor = r.capacity_factor;
+    Sequential seq(moe_experts(config, "moe", gen).ops);
+    seq.to(dtype);
+    const Tensor x = normal({rows, width}, 0, 1, dtype, &gen);
+    const Tensor weights = uniform({rows, r.top_k}, 0, 1, dtype, &gen);
+    const FusionCheckResult result =
+        check_fusion(fusion, seq, x, {from_vector<int64_t>(r.chosen, {rows, r.top_k}), weights});
+    EXPECT_TRUE(result.ok) << fusion << ", " << dtype_name(dtype) << ": " << result.problem << "\n" << result.lists;
+  }
 }
 
 class GroupedMlpFusion : public ::testing::TestWithParam<ChosenRouting> {};
@@ -177,36 +183,49 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(ChosenRouting{"all_to_one_expert", 4, 1, {2, 2, 2, 2, 2}},
                       ChosenRouting{"one_token_and_none", 3, 1, {1, 0, 1, 1, 1, 1}},
                       ChosenRouting{"top_k_is_every_expert", 3, 3, {0, 1, 2, 2, 0, 1, 1, 2, 0}},
-                      ChosenRouting{"one_row", 4, 2, {3, 1}}),
+                      ChosenRouting{"one_row", 4, 2, {3, 1}},
+                      // a capacity of 2 copies: expert 0 drops its third and fourth
+                      ChosenRouting{"capacity_overflow", 2, 1, {0, 0, 1, 0, 0}, 0.8}),
     [](const ::testing::TestParamInfo<ChosenRouting>& info) { return info.param.name; });
 
 // Between forward and backward the basic ops keep the GLU's input u [copies, 2h] and its output a
 // [copies, h], and their backwards make da [copies, h] and du [copies, 2h] for every expert at
 // once; GroupedMlp keeps u alone and holds a, da and du for one expert at a time (per thread). The
-// allocator's peak over a training step drops by more than a's size.
+// allocator's peak over a training step drops by more than a's size. RoutedGroupedMlp neither
+// writes nor keeps the permuted copy of x [copies, width], only its sources, int64 [copies]: it
+// holds less between forward and backward, and its peak (in backward, where it holds what the
+// basic ops around it would have freed) is GroupedMlp's but for the sources.
 TEST(MoEOps, GroupedMlpLowersThePeak) {
   const int64_t tokens = 1024, width = 16, hidden = 64, experts = 8, top_k = 2;
   Generator gen(3);
   Sequential seq(moe_mlp({width, hidden, experts, top_k}, "moe", gen).ops);
   const Tensor x = normal({tokens, width}, 0, 1, DType::Float32, &gen);
-  auto step = [&] {
-    seq.zero_grad();
-    const Tensor y = seq(x);
-    backward(sum(mul(y, y)));
+  struct Bytes {
+    size_t held, peak;  // after forward, and over a step, beyond what the step began with
   };
-  auto peak = [&](bool fused) {
-    seq.set_fusion_switches(FusionSwitches().with("GroupedMlp", fused));
+  auto measure = [&](const std::vector<std::string>& fusions) {
+    seq.set_fusion_switches(FusionSwitches::only(fusions));
     CachingAllocator& allocator = CachingAllocator::of(Device::cpu());
-    step();  // grads exist from here on
-    allocator.empty_cache();
-    const size_t before = allocator.stats().bytes_in_use;
-    allocator.reset_peak();
-    step();
-    return allocator.stats().peak_bytes_in_use - before;
+    for (int i = 0; i < 2; ++i) {  // the first step makes the grads
+      seq.zero_grad();
+      allocator.empty_cache();
+      const size_t before = allocator.stats().bytes_in_use;
+      allocator.reset_peak();
+      const Tensor y = seq(x);
+      const size_t held = allocator.stats().bytes_in_use - before;
+      backward(sum(mul(y, y)));
+      if (i == 1) return Bytes{held, allocator.stats().peak_bytes_in_use - before};
+    }
+    return Bytes{};
   };
-  const size_t unfused = peak(false), fused = peak(true);
+  const Bytes unfused = measure({}), fused = measure({"GroupedMlp"}), routed = measure({"RoutedGroupedMlp"});
   const size_t a_bytes = size_t(tokens * top_k * hidden) * sizeof(float);
-  EXPECT_LT(fused + a_bytes, unfused) << "fused " << fused << " B, unfused " << unfused << " B";
+  const size_t x_copy_bytes = size_t(tokens * top_k * width) * sizeof(float);
+  const size_t sources_bytes = size_t(tokens * top_k) * sizeof(int64_t);
+  EXPECT_LT(fused.peak + a_bytes, unfused.peak) << "fused " << fused.peak << " B, unfused " << unfused.peak << " B";
+  EXPECT_EQ(routed.held + x_copy_bytes, fused.held + sources_bytes)
+      << "routed " << routed.held << " B, fused " << fused.held << " B";
+  EXPECT_LE(routed.peak, fused.peak + sources_bytes) << "routed " << routed.peak << " B, fused " << fused.peak << " B";
 }
 
 // With a capacity, each expert keeps its first copies in row order, the counts say how many, and

@@ -47,12 +47,13 @@ int64_t MoEPermute::capacity(int64_t copies) const {
   return capacity >= double(copies) ? copies : int64_t(capacity);
 }
 
-OpForward MoEPermute::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>& extra) {
+MoEOrder MoEPermute::order(const Tensor& x, const Tensor& indices) const {
   check_input(x, -1);
   check(x.size(-1) > 0, describe(), ": input ", x.shape(), " has rows of width 0");
-  const int64_t width = x.size(-1), rows = x.numel() / width, copies = rows * top_k_;
-  const std::vector<int64_t> experts = checked_ids(describe(), "expert index", "expert indices", extra.at(0),
-                                                   with_last(x.shape(), top_k_), x.device(), 0, experts_);
+  const int64_t copies = x.numel() / x.size(-1) * top_k_;
+  const Shape slots_shape = with_last(x.shape(), top_k_);
+  const std::vector<int64_t> experts =
+      checked_ids(describe(), "expert index", "expert indices", indices, slots_shape, x.device(), 0, experts_);
   // Each expert keeps its first `limit` copies in row order; the slots of the rest stay -1.
   const int64_t limit = capacity(copies);
   std::vector<int64_t> counts(static_cast<size_t>(experts_), 0), slots(static_cast<size_t>(copies), -1);
@@ -69,11 +70,16 @@ OpForward MoEPermute::op_forward(OpContext& ctx, const Tensor& x, const std::vec
     slots[size_t(c)] += starts[size_t(experts[size_t(c)])];
     sources[size_t(slots[size_t(c)])] = c / top_k_;
   }
-  const Tensor out = math::embedding(describe().c_str(), x.view({rows, width}),
-                                     from_vector<int64_t>(sources, {kept}, x.device()));
-  const Tensor slot_ids = from_vector<int64_t>(slots, {copies}, x.device());
-  if (ctx.requires_backward()) ctx.save<MoEPermuteSaved>() = {slot_ids, x.shape()};
-  return {out, {from_vector<int64_t>(counts, {experts_}, x.device()), slot_ids.view(with_last(x.shape(), top_k_))}};
+  return {counts, from_vector<int64_t>(counts, {experts_}, x.device()),
+          from_vector<int64_t>(slots, slots_shape, x.device()), from_vector<int64_t>(sources, {kept}, x.device())};
+}
+
+OpForward MoEPermute::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>& extra) {
+  const MoEOrder order = this->order(x, extra.at(0));
+  const int64_t width = x.size(-1);
+  const Tensor out = math::embedding(describe().c_str(), x.view({-1, width}), order.sources);
+  if (ctx.requires_backward()) ctx.save<MoEPermuteSaved>() = {order.slots.view({-1}), x.shape()};
+  return {out, {order.sizes, order.slots}};
 }
 
 OpBackward MoEPermute::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {

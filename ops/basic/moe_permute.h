@@ -23,9 +23,20 @@
 // on x's device.
 #pragma once
 
+#include <vector>
+
 #include "ops/basic_op.h"
 
 namespace fuselab {
+
+// Where MoEPermute sends each of x's copies: its forward without the gather, which a fused op
+// that gathers the rows itself (ops/fused/grouped_mlp.h) shares.
+struct MoEOrder {
+  std::vector<int64_t> counts;  // each expert's kept copies, on the host
+  Tensor sizes;                 // the counts, int64 [experts] on x's device
+  Tensor slots;                 // int64 [..., k] on x's device: each copy's row in expert order, -1 where dropped
+  Tensor sources;               // int64 [kept] on x's device: the row of x each kept copy is
+};
 
 struct MoEPermuteSaved {
   Tensor slots;  // int64 [rows k] on x's device, -1 where dropped
@@ -42,6 +53,10 @@ class MoEPermute : public BasicOp {
   bool extra_output_differentiable(int) const override { return false; }  // integers
   OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>& extra) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
+  // The order of x's copies for the expert indices, checked (x [..., width], indices [..., k]).
+  MoEOrder order(const Tensor& x, const Tensor& indices) const;
+  int64_t experts() const { return experts_; }
+  int64_t top_k() const { return top_k_; }
 
  private:
   // The most copies an expert takes out of `copies` (all of them when dropless).
@@ -64,6 +79,7 @@ class MoEUnpermute : public BasicOp {
   int num_extra_inputs() const override { return 2; }  // the routing weights, the slots
   OpForward op_forward(OpContext& ctx, const Tensor& y, const std::vector<Tensor>& extra) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dout, const std::vector<Tensor>&) override;
+  int64_t top_k() const { return top_k_; }
 
  private:
   int64_t top_k_;

@@ -4,6 +4,7 @@
 #include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/grouped_linear.h"
 #include "ops/basic/moe_mlp.h"
+#include "ops/basic/moe_permute.h"
 #include "ops/fusion_pattern.h"
 #include "tensor/factories.h"
 #include "tensor/launch.h"
@@ -19,57 +20,84 @@ Shape with_last(Shape shape, int64_t last) {
 
 }  // namespace
 
-GroupedMlp::GroupedMlp(const OpList& ops) : FusedOp("GroupedMlp", ops, Pass::ForwardBackward) {}
+GroupedMlp::GroupedMlp(const OpList& ops)
+    : FusedOp(ops.size() == 5 ? "RoutedGroupedMlp" : "GroupedMlp", ops, Pass::ForwardBackward),
+      up_(ops.size() == 5 ? 1 : 0) {}
 
 FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
                                        const TensorLists& extra_inputs) {
-  GroupedLinear &up = op<GroupedLinear>(0), &down = op<GroupedLinear>(2);
-  const GatedLinearUnit& glu = op<GatedLinearUnit>(1);
-  up.check_input(x, up.in_features());
-  const Tensor rows = x.view({-1, up.in_features()});
-  // The pattern has both GroupedLinears read their sizes from one channel.
-  const std::vector<int64_t> sizes = up.checked_sizes(extra_inputs[0].at(0), rows.size(0));
-  const int64_t hidden = down.in_features();
+  GroupedLinear &up = op<GroupedLinear>(up_), &down = op<GroupedLinear>(up_ + 2);
+  const GatedLinearUnit& glu = op<GatedLinearUnit>(up_ + 1);
   const bool keep = any_requires_backward(ctxs);
-  Tensor pre = keep ? empty({rows.size(0), 2 * hidden}, x.dtype(), x.device()) : Tensor();
-  Tensor y = empty({rows.size(0), down.out_features()}, x.dtype(), x.device());
-  launch_floating<WithBFloat16::No>("GroupedMlp", x, [&](auto zero) {
+  TensorLists extra_outputs(basic_ops().size());
+  Tensor sources;
+  std::vector<int64_t> sizes;
+  if (routed()) {
+    const MoEOrder order = op<MoEPermute>(0).order(x, extra_inputs[0].at(0));
+    up.check_input(x, up.in_features());
+    sources = order.sources;
+    sizes = order.counts;
+    extra_outputs[0] = {order.sizes, order.slots};
+    if (keep) ctxs[0]->save<MoEPermuteSaved>() = {order.slots.view({-1}), x.shape()};
+  } else {
+    up.check_input(x, up.in_features());
+    // The pattern has both GroupedLinears read their sizes from one channel.
+    sizes = up.checked_sizes(extra_inputs[0].at(0), x.numel() / up.in_features());
+  }
+  const Tensor rows = x.view({-1, up.in_features()});
+  const int64_t kept = sources.defined() ? sources.numel() : rows.size(0), hidden = down.in_features();
+  Tensor pre = keep ? empty({kept, 2 * hidden}, x.dtype(), x.device()) : Tensor();
+  Tensor y = empty({kept, down.out_features()}, x.dtype(), x.device());
+  launch_floating<WithBFloat16::No>(describe().c_str(), x, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::GroupedMlpForward<T>{glu.gate(),         up.groups(),       sizes.data(),
-                                         up.in_features(),   hidden,            down.out_features(),
-                                         rows.ptr<T>(),      up.weight().ptr<T>(), down.weight().ptr<T>(),
-                                         ptr_or_null<T>(pre), y.ptr<T>()};
+    return kernels::GroupedMlpForward<T>{glu.gate(),           up.groups(),       sizes.data(),
+                                         up.in_features(),     hidden,            down.out_features(),
+                                         rows.ptr<T>(),        ptr_or_null<int64_t>(sources),
+                                         up.weight().ptr<T>(), down.weight().ptr<T>(),
+                                         ptr_or_null<T>(pre),  y.ptr<T>()};
   });
-  if (keep) ctxs[0]->save<GroupedMlpSaved>() = {rows, pre, up.weight(), down.weight(), sizes};
-  return {y.view(with_last(x.shape(), down.out_features())), TensorLists(basic_ops().size())};
+  if (keep) ctxs[up_]->save<GroupedMlpSaved>() = {rows, sources, pre, up.weight(), down.weight(), sizes};
+  if (!routed()) return {y.view(with_last(x.shape(), down.out_features())), extra_outputs};
+  const Tensor& weights = extra_inputs[4].at(0);
+  return {op<MoEUnpermute>(4).op_forward(*ctxs[4], y, {weights, extra_outputs[0][1]}).output, extra_outputs};
 }
 
 FusedBackward GroupedMlp::fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
                                          const TensorLists&) {
-  const GroupedMlpSaved& s = ctxs[0]->saved<GroupedMlpSaved>(describe());
-  const GroupedLinear &up = op<GroupedLinear>(0), &down = op<GroupedLinear>(2);
+  const GroupedMlpSaved& s = ctxs[up_]->saved<GroupedMlpSaved>(describe());
+  const GroupedLinear &up = op<GroupedLinear>(up_), &down = op<GroupedLinear>(up_ + 2);
+  // Routed, the combine's backward gives the experts' output grads and the routing weights' grads.
+  OpBackward combine = routed() ? op<MoEUnpermute>(4).op_backward(*ctxs[4], dy, {}) : OpBackward{dy, {}, {}};
+  const Tensor dy_rows = combine.grad_input.view({-1, down.out_features()});
   const int64_t hidden = down.in_features();
-  const Tensor dy_rows = dy.view({-1, down.out_features()});
-  Tensor dx = ctxs[0]->input_requires_grad ? empty(s.input.shape(), dy.dtype(), dy.device()) : Tensor();
-  Tensor dw1 = ctxs[0]->params_require_grad.at(0) ? empty_like(s.up_weight) : Tensor();
-  Tensor dw2 = ctxs[2]->params_require_grad.at(0) ? empty_like(s.down_weight) : Tensor();
-  launch_floating<WithBFloat16::No>("GroupedMlp backward", dy, [&](auto zero) {
+  Tensor d_rows = ctxs[0]->input_requires_grad
+                     ? empty({dy_rows.size(0), up.in_features()}, dy.dtype(), dy.device())
+                     : Tensor();  // the experts' rows' grads
+  Tensor dw1 = ctxs[up_]->params_require_grad.at(0) ? empty_like(s.up_weight) : Tensor();
+  Tensor dw2 = ctxs[up_ + 2]->params_require_grad.at(0) ? empty_like(s.down_weight) : Tensor();
+  launch_floating<WithBFloat16::No>((describe() + " backward").c_str(), dy, [&](auto zero) {
     using T = decltype(zero);
     return kernels::GroupedMlpBackward<T>{
-        op<GatedLinearUnit>(1).gate(), up.groups(), s.sizes.data(), up.in_features(), hidden, down.out_features(),
-        s.input.ptr<T>(), s.up_weight.ptr<T>(), s.down_weight.ptr<T>(), s.pre.ptr<T>(), dy_rows.ptr<T>(),
-        ptr_or_null<T>(dx), ptr_or_null<T>(dw1), ptr_or_null<T>(dw2)};
+        op<GatedLinearUnit>(up_ + 1).gate(), up.groups(), s.sizes.data(), up.in_features(), hidden, down.out_features(),
+        s.input.ptr<T>(), ptr_or_null<int64_t>(s.sources), s.up_weight.ptr<T>(), s.down_weight.ptr<T>(),
+        s.pre.ptr<T>(), dy_rows.ptr<T>(), ptr_or_null<T>(d_rows), ptr_or_null<T>(dw1), ptr_or_null<T>(dw2)};
   });
-  TensorLists grad_extra_inputs{{Tensor()}, {}, {Tensor()}}, grad_params{{dw1}, {}, {dw2}};
-  return {dx.defined() ? dx.view(with_last(dy.shape(), up.in_features())) : dx, grad_extra_inputs, grad_params};
+  if (!routed()) {
+    return {d_rows.defined() ? d_rows.view(with_last(dy.shape(), up.in_features())) : d_rows,
+            {{Tensor()}, {}, {Tensor()}}, {{dw1}, {}, {dw2}}};
+  }
+  // Each row of x sums its copies' grads: MoEPermute's backward.
+  const Tensor dx = d_rows.defined() ? op<MoEPermute>(0).op_backward(*ctxs[0], d_rows, {}).grad_input : Tensor();
+  return {dx, {{Tensor()}, {Tensor()}, {}, {Tensor()}, combine.grad_extra_inputs}, {{}, {dw1}, {}, {dw2}, {}}};
 }
 
 namespace {
 
-// The fused chain multiplies and adds nothing else: no bias term.
-PatternPredicate no_biases() {
-  return {"the experts have no biases", [](const PatternMatch& m, const FusionFacts&) {
-            for (size_t slot : {size_t(0), size_t(2)}) {
+// The fused chain multiplies and adds nothing else: no bias term. `up` is the first
+// GroupedLinear's slot in the pattern, the GLU and the second GroupedLinear after it.
+PatternPredicate no_biases(size_t up) {
+  return {"the experts have no biases", [up](const PatternMatch& m, const FusionFacts&) {
+            for (size_t slot : {up, up + 2}) {
               const GroupedLinear& linear = m.get<GroupedLinear>(slot);
               if (linear.has_bias()) return linear.describe() + " has a bias";
             }
@@ -79,26 +107,27 @@ PatternPredicate no_biases() {
 
 // One expert's chain reads one run of rows: both GroupedLinears must take the same sizes, which a
 // pattern can only know when they come from one channel (MoEPermute's).
-PatternPredicate one_set_of_sizes() {
-  return {"both read the experts' sizes from one channel", [](const PatternMatch& m, const FusionFacts&) {
-            const GroupedLinear &up = m.get<GroupedLinear>(0), &down = m.get<GroupedLinear>(2);
-            const std::string &a = up.extra_input_channel(0), &b = down.extra_input_channel(0);
+PatternPredicate one_set_of_sizes(size_t up) {
+  return {"both read the experts' sizes from one channel", [up](const PatternMatch& m, const FusionFacts&) {
+            const GroupedLinear &first = m.get<GroupedLinear>(up), &second = m.get<GroupedLinear>(up + 2);
+            const std::string &a = first.extra_input_channel(0), &b = second.extra_input_channel(0);
             return !a.empty() && a == b ? std::string()
-                                        : up.describe() + " reads sizes from '" + a + "', " + down.describe() +
+                                        : first.describe() + " reads sizes from '" + a + "', " + second.describe() +
                                               " from '" + b + "'";
           }};
 }
 
 // The first GroupedLinear's outputs are the GLU's two halves and the second's inputs its output,
 // expert for expert.
-PatternPredicate halves_feed_the_second() {
-  return {"the GLU's halves join the two GroupedLinears", [](const PatternMatch& m, const FusionFacts&) {
-            const GroupedLinear &up = m.get<GroupedLinear>(0), &down = m.get<GroupedLinear>(2);
-            return up.groups() == down.groups() && up.out_features() == 2 * down.in_features()
+PatternPredicate halves_feed_the_second(size_t up) {
+  return {"the GLU's halves join the two GroupedLinears", [up](const PatternMatch& m, const FusionFacts&) {
+            const GroupedLinear &first = m.get<GroupedLinear>(up), &second = m.get<GroupedLinear>(up + 2);
+            return first.groups() == second.groups() && first.out_features() == 2 * second.in_features()
                        ? std::string()
-                       : up.describe() + " has " + std::to_string(up.groups()) + " groups of " +
-                             std::to_string(up.out_features()) + " outputs, " + down.describe() + " " +
-                             std::to_string(down.groups()) + " of " + std::to_string(down.in_features()) + " inputs";
+                       : first.describe() + " has " + std::to_string(first.groups()) + " groups of " +
+                             std::to_string(first.out_features()) + " outputs, " + second.describe() + " " +
+                             std::to_string(second.groups()) + " of " + std::to_string(second.in_features()) +
+                             " inputs";
           }};
 }
 
@@ -109,29 +138,63 @@ PatternPredicate not_bfloat16() {
           }};
 }
 
+// The fused op orders the rows itself and hands the order to the experts and to the combine: they
+// must read it from the permute, an expert per group, and the combine take as many copies a row.
+PatternPredicate one_routing() {
+  return {"the experts and the unpermute read the permute's order", [](const PatternMatch& m, const FusionFacts&) {
+            const MoEPermute& permute = m.get<MoEPermute>(0);
+            const GroupedLinear& up = m.get<GroupedLinear>(1);
+            const MoEUnpermute& unpermute = m.get<MoEUnpermute>(4);
+            const std::string &sizes = permute.extra_output_channel(0), &slots = permute.extra_output_channel(1);
+            if (sizes.empty() || up.extra_input_channel(0) != sizes) {
+              return up.describe() + " does not read the sizes " + permute.describe() + " writes";
+            }
+            if (slots.empty() || unpermute.extra_input_channel(1) != slots) {
+              return unpermute.describe() + " does not read the slots " + permute.describe() + " writes";
+            }
+            if (permute.experts() != up.groups() || permute.top_k() != unpermute.top_k()) {
+              return permute.describe() + " routes to " + std::to_string(permute.experts()) + " experts, top " +
+                     std::to_string(permute.top_k()) + "; " + up.describe() + " has " + std::to_string(up.groups()) +
+                     " groups, " + unpermute.describe() + " top " + std::to_string(unpermute.top_k());
+            }
+            return std::string();
+          }};
+}
+
+// The indices and the routing weights from the caller: rows routed to 2-4 experts (top 1 or 2, at
+// random, so some experts may get no rows).
+FusionExample experts_example(int64_t rows, int64_t width, DType dtype, Generator& gen) {
+  const int64_t experts = 2 + rows % 3, top_k = 1 + rows % 2, hidden = 1 + width % 5;
+  std::vector<std::shared_ptr<BasicOp>> ops = moe_experts({width, hidden, experts, top_k}, "moe", gen).ops;
+  for (const auto& op : ops) op->to(dtype);
+  std::vector<int64_t> chosen(size_t(rows * top_k));
+  for (int64_t r = 0; r < rows; ++r) {  // top_k distinct experts per row
+    const int64_t first = int64_t(gen.next_u64() % uint64_t(experts));
+    for (int64_t j = 0; j < top_k; ++j) chosen[size_t(r * top_k + j)] = (first + j) % experts;
+  }
+  return FusionExample{ops,
+                       uniform({rows, width}, -1, 1, dtype, &gen),
+                       {from_vector<int64_t>(chosen, {rows, top_k}), uniform({rows, top_k}, 0, 1, dtype, &gen)}};
+}
+
 }  // namespace
 
-// The example: the experts' MLP between its permute and unpermute, rows routed to 2-4 experts
-// (top 1 or 2, at random, so some experts may get no rows), the indices and the routing weights
-// from the caller.
+// The example: a layer of experts, its permute to its unpermute (ops/basic/moe_mlp.h's moe_experts).
+FusionDefinition routed_grouped_mlp_fusion() {
+  FusionPattern pattern{{slot<MoEPermute>(), slot<GroupedLinear>(), slot<GatedLinearUnit>(), slot<GroupedLinear>(),
+                         slot<MoEUnpermute>()},
+                        {no_biases(1), one_set_of_sizes(1), halves_feed_the_second(1), not_bfloat16(), one_routing()},
+                        [](const OpList& ops) { return std::make_shared<GroupedMlp>(ops); }};
+  return {"RoutedGroupedMlp", Pass::ForwardBackward, fuse_pattern(std::move(pattern)), experts_example};
+}
+
+// The example: the same layer of experts, which this fusion takes from its GroupedLinear to its
+// GroupedLinear.
 FusionDefinition grouped_mlp_fusion() {
   FusionPattern pattern{{slot<GroupedLinear>(), slot<GatedLinearUnit>(), slot<GroupedLinear>()},
-                        {no_biases(), one_set_of_sizes(), halves_feed_the_second(), not_bfloat16()},
+                        {no_biases(0), one_set_of_sizes(0), halves_feed_the_second(0), not_bfloat16()},
                         [](const OpList& ops) { return std::make_shared<GroupedMlp>(ops); }};
-  return {"GroupedMlp", Pass::ForwardBackward, fuse_pattern(std::move(pattern)),
-          [](int64_t rows, int64_t width, DType dtype, Generator& gen) {
-            const int64_t experts = 2 + rows % 3, top_k = 1 + rows % 2, hidden = 1 + width % 5;
-            std::vector<std::shared_ptr<BasicOp>> ops = moe_experts({width, hidden, experts, top_k}, "moe", gen).ops;
-            for (const auto& op : ops) op->to(dtype);
-            std::vector<int64_t> chosen(size_t(rows * top_k));
-            for (int64_t r = 0; r < rows; ++r) {  // top_k distinct experts per row
-              const int64_t first = int64_t(gen.next_u64() % uint64_t(experts));
-              for (int64_t j = 0; j < top_k; ++j) chosen[size_t(r * top_k + j)] = (first + j) % experts;
-            }
-            return FusionExample{ops,
-                                 uniform({rows, width}, -1, 1, dtype, &gen),
-                                 {from_vector<int64_t>(chosen, {rows, top_k}), uniform({rows, top_k}, 0, 1, dtype, &gen)}};
-          }};
+  return {"GroupedMlp", Pass::ForwardBackward, fuse_pattern(std::move(pattern)), experts_example};
 }
 
 }  // namespace fuselab

@@ -4,8 +4,13 @@
 // output for every expert). On the CPU each expert runs its whole chain before the next, so the
 // GLU's output and the backward's hidden grads live only in a buffer of one expert's rows; on CUDA
 // each step runs for all experts at once, as grouped GEMMs (kernels/grouped_mlp.h).
-// The permute before it and the unpermute after it stay the basic ops they are: a GEMM takes its
-// rows contiguous, so the gather and the weighted scatter are one pass each either way.
+//
+// Two fusions make it. `GroupedMlp` takes the three ops. `RoutedGroupedMlp` takes them with the
+// MoEPermute before and the MoEUnpermute after (ops/basic/moe_permute.h), a whole layer of
+// experts: the chain reads each expert's rows straight from x by their sources, so the permuted
+// copy of x [kept, width] is neither written nor kept for backward; the combine after it, and
+// the sum of each row's copies' grads before it, are the basic ops' own (a row's copies come from
+// different experts, which run in parallel: summing them in the chain would race).
 #pragma once
 
 #include "ops/fused_op.h"
@@ -14,26 +19,34 @@
 namespace fuselab {
 
 struct GroupedMlpSaved {
-  Tensor input;  // [rows, width]
-  Tensor pre;    // u [rows, 2 hidden]
+  Tensor input;    // [rows, width]: the experts' rows, or x's when routed
+  Tensor sources;  // int64 [kept]: the row of input each expert row is (MoEOrder's), undefined if not routed
+  Tensor pre;      // u [kept, 2 hidden]
   Tensor up_weight, down_weight;
   std::vector<int64_t> sizes;
   NamedTensors tensors() const {
-    return {{"input", input}, {"pre", pre}, {"up_weight", up_weight}, {"down_weight", down_weight}};
+    return {{"input", input}, {"sources", sources}, {"pre", pre}, {"up_weight", up_weight},
+            {"down_weight", down_weight}};
   }
 };
 
 class GroupedMlp : public FusedOp {
  public:
-  // ops: GroupedLinear, GatedLinearUnit, GroupedLinear
+  // ops: GroupedLinear, GatedLinearUnit, GroupedLinear; or MoEPermute, those three, MoEUnpermute
   explicit GroupedMlp(const OpList& ops);
   FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
                              const TensorLists& extra_inputs) override;
   FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
                                const TensorLists& grad_extra_outputs) override;
+
+ private:
+  bool routed() const { return up_ == 1; }
+  size_t up_;  // the first GroupedLinear's place: 1 after a MoEPermute, else 0
 };
 
-// The fusion that makes it: its pattern, with the reason for each predicate, and its example model.
+// The fusions that make it: their patterns, with the reason for each predicate, and their example
+// models.
+FusionDefinition routed_grouped_mlp_fusion();
 FusionDefinition grouped_mlp_fusion();
 
 }  // namespace fuselab
