@@ -15,6 +15,12 @@ inline int64_t numel(const Shape& shape) {
   return n;
 }
 
+// `shape` with its last dim set to `last` (a row-wise op's output shape); shape has a dim.
+inline Shape with_last(Shape shape, int64_t last) {
+  shape.back() = last;
+  return shape;
+}
+
 inline std::ostream& operator<<(std::ostream& os, const Shape& shape) {
   os << '[';
   for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];

@@ -32,8 +32,7 @@ GatedLinearUnit::GatedLinearUnit(Activation gate) : BasicOp(gated_linear_unit_na
 
 Tensor GatedLinearUnit::forward(const char* op, Activation gate, const Tensor& x) {
   const int64_t n = x.size(-1) / 2;
-  Shape out_shape = x.shape();
-  out_shape.back() = n;
+  const Shape out_shape = with_last(x.shape(), n);
   Tensor y = empty(out_shape, x.dtype(), x.device());
   launch_floating(op, x, [&](auto zero) {
     using T = decltype(zero);

@@ -64,8 +64,7 @@ OpForward GroupedLinear::op_forward(OpContext& ctx, const Tensor& x, const std::
     y_g.copy_(math::binary(math::BinaryOp::Add, y_g, group_bias(bias(), g), describe().c_str()));
   }
   if (ctx.requires_backward()) ctx.save<GroupedLinearSaved>() = {rows, weight(), from_vector<int64_t>(sizes, {groups_})};
-  Shape out_shape = x.shape();
-  out_shape.back() = out_;
+  const Shape out_shape = with_last(x.shape(), out_);
   return {y.view(out_shape), {}};
 }
 
@@ -84,8 +83,7 @@ OpBackward GroupedLinear::op_backward(OpContext& ctx, const Tensor& dy, const st
     if (end == start) continue;
     group_bias(db, g).copy_(math::sum_to(dy_rows.slice(start, end), math::Broadcast::Row, {out_}).view({1, out_}));
   }
-  Shape input_shape = dy.shape();
-  input_shape.back() = in_;
+  const Shape input_shape = with_last(dy.shape(), in_);
   std::vector<Tensor> param_grads{dw};
   if (has_bias()) param_grads.push_back(db);
   return {dx.defined() ? dx.view(input_shape) : dx, {Tensor()}, param_grads};

@@ -25,8 +25,7 @@ void Linear::save_for_backward(OpContext& ctx, const Tensor& x, const Tensor& we
 
 OpForward Linear::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>&) {
   check_input(x, in_);
-  Shape out_shape = x.shape();
-  out_shape.back() = out_;
+  const Shape out_shape = with_last(x.shape(), out_);
   const Tensor y = math::matmul(x.view({-1, in_}), false, weight(), true).view(out_shape);
   save_for_backward(ctx, x, weight());
   return {y, {}};

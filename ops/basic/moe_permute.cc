@@ -24,12 +24,6 @@ std::vector<int64_t> checked_ids(const std::string& op, const char* what, const 
   return values;
 }
 
-// x's shape with its last dim set to `last`.
-Shape with_last(Shape shape, int64_t last) {
-  shape.back() = last;
-  return shape;
-}
-
 }  // namespace
 
 MoEPermute::MoEPermute(int64_t experts, int64_t top_k, double capacity_factor)

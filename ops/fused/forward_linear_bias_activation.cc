@@ -21,8 +21,7 @@ FusedForward ForwardLinearBiasActivation::fuser_forward(const std::vector<OpCont
   Bias& bias = op<Bias>(1);
   linear.check_input(x, linear.in_features());
 
-  Shape out_shape = x.shape();
-  out_shape.back() = linear.out_features();
+  const Shape out_shape = with_last(x.shape(), linear.out_features());
   Tensor y = empty(out_shape, x.dtype(), x.device());
   const Activation act = basic_ops().size() == 3 ? op<ActivationOp>(2).activation() : Activation::None;
   // ReLU's backward reads y instead of pre (ActivationSaved), so no pre is written for it.

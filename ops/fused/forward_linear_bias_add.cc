@@ -20,8 +20,7 @@ FusedForward ForwardLinearBiasAdd::fuser_forward(const std::vector<OpContext*>& 
   const bool has_bias = basic_ops().size() == 3;
   const Tensor& residual = extra_inputs.back().at(0);
   linear.check_input(x, linear.in_features());
-  Shape out_shape = x.shape();
-  out_shape.back() = linear.out_features();
+  const Shape out_shape = with_last(x.shape(), linear.out_features());
   check_residual(describe(), residual, out_shape, x);
 
   Tensor y = empty(out_shape, x.dtype(), x.device());

@@ -16,8 +16,7 @@ FusedForward ForwardLinearScaleAdd::fuser_forward(const std::vector<OpContext*>&
   Linear& linear = op<Linear>(0);
   const Tensor& residual = extra_inputs.back().at(0);
   linear.check_input(x, linear.in_features());
-  Shape out_shape = x.shape();
-  out_shape.back() = linear.out_features();
+  const Shape out_shape = with_last(x.shape(), linear.out_features());
   check_residual(describe(), residual, out_shape, x);
   const Tensor rows = x.view({-1, linear.in_features()});
   const Tensor y = math::matmul(rows, false, linear.weight(), true, residual.view({-1, linear.out_features()}),

@@ -10,15 +10,6 @@
 #include "tensor/launch.h"
 
 namespace fuselab {
-namespace {
-
-// x's shape with its last dim set to `last`.
-Shape with_last(Shape shape, int64_t last) {
-  shape.back() = last;
-  return shape;
-}
-
-}  // namespace
 
 GroupedMlp::GroupedMlp(const OpList& ops)
     : FusedOp(ops.size() == 5 ? "RoutedGroupedMlp" : "GroupedMlp", ops, Pass::ForwardBackward),

@@ -63,8 +63,7 @@ FusedForward LMHeadCrossEntropy::fuser_forward(const std::vector<OpContext*>& ct
   Linear& linear = op<Linear>(0);
   const CrossEntropy& loss = op<CrossEntropy>(loss_index());
   linear.check_input(x, linear.in_features());
-  Shape logits_shape = x.shape();
-  logits_shape.back() = linear.out_features();
+  const Shape logits_shape = with_last(x.shape(), linear.out_features());
   const Tensor labels = loss.checked_labels(extra_inputs.at(loss_index()).at(0), logits_shape, x.dtype(), x.device());
   // bfloat16 runs widened to float32 (a copy of x and W), as FlashAttention's CPU tiles do: the
   // logits, the loss terms and the grad sums over the chunks keep float32's digits, and the grads
