@@ -1,7 +1,6 @@
 // A mixture of experts' MLP, the experts' two GroupedLinears and the gated linear unit between
 // them (GroupedMlp, ops/fused/grouped_mlp.h). Expert g takes its run of rows x_g [n_g, in] (the
-// runs consecutive, their sizes on the host), each row x's own or, given the sources, the row of x
-// it names (MoEPermute's gather, done where the rows are read):
+// runs consecutive, their sizes on the host):
 //
 //   u_g = x_g W1_g^T    [n_g, 2h]    W1 [G, 2h, in], the gate and up halves
 //   a_g = glu(u_g)      [n_g, h]     gate(u[:, :h]) * u[:, h:]  (kernels/gated_linear_unit.h)
@@ -12,16 +11,23 @@
 //   da_g = dy_g W2_g,   dW2_g = dy_g^T a_g   (a_g computed again from u_g)
 //   du_g = glu backward(u_g, da_g),   dx_g = du_g W1_g,   dW1_g = du_g^T x_g
 //
-// Only u is kept for backward; an expert without rows gets dW1_g = dW2_g = 0. The two backends
-// order the work for their hardware:
+// Routed (RoutedGroupedMlp), row i of the runs is copy c_i of a token (MoEPermute's order, `copies`),
+// x's row c_i / k, and the chain reads it from there; its output's grad is its routing weight w
+// times its token's, and backward gives the weights' grads too (MoEUnpermute's backward):
+//
+//   dy_i = w[c_i] g_i,  g_i = dout[c_i / k]
+//   dw[c_i] = <g_i, y_i> = <(g W2_g)_i, a_i>,   da_i = w[c_i] (g W2_g)_i,   dW2_g = g^T (w a)
+//
+// so neither y nor dy is kept or written. Only u is kept for backward; an expert without rows gets
+// dW1_g = dW2_g = 0. The two backends order the work for their hardware:
 // - CPU (kernels/cpu/grouped_mlp.cc): each expert runs its whole chain before the next, in chunks
-//   of its rows, so a_g, da_g and du_g (and the chunk's rows of x, gathered) live in a buffer of
-//   one chunk (per thread), in cache at a mixture's expert sizes; the unfused ops keep u and a for
-//   every expert and hold da and du (and the gathered x) for all at once. The experts run in parallel, one per thread, when at least as many have rows as
-//   there are threads (as GroupedMatmul).
+//   of its rows, so a_g, da_g and du_g (and the chunk's rows of x and dout, gathered) live in a
+//   buffer of one chunk (per thread), in cache at a mixture's expert sizes; the unfused ops keep u
+//   and a for every expert and hold da and du for all at once. The experts run in parallel, one
+//   per thread, when at least as many have rows as there are threads (as GroupedMatmul).
 // - CUDA (kernels/cuda/grouped_mlp.cu): each line above runs for all experts at once, a GEMM as one
 //   grouped cuBLAS call and the GLU as one launch over all rows, so the launches do not grow with
-//   the experts; a, da and du (and the gathered x) are scratch for all rows.
+//   the experts; a, da and du (and the gathered rows) are scratch for all rows.
 #pragma once
 
 #include <cstdint>
@@ -37,8 +43,9 @@ struct GroupedMlpForward {
   int64_t groups;
   const int64_t* sizes;  // [groups], on the host, summing to the rows
   int64_t in, hidden, out;
-  const T* x;              // [rows, in], or the rows the sources name
-  const int64_t* sources;  // [rows] on x's device: the row of x each row is, or null for x's own
+  const T* x;              // [rows, in], or routed the tokens [tokens, in]
+  const int64_t* copies;   // routed: [rows] on x's device, the copy each row is (of token copy / top_k); else null
+  int64_t top_k;           // routed: the copies of each token
   const T* w1;             // [groups, 2 hidden, in]
   const T* w2;             // [groups, out, hidden]
   T* pre;                  // u [rows, 2 hidden], kept for backward, or null
@@ -53,14 +60,17 @@ struct GroupedMlpBackward {
   const int64_t* sizes;
   int64_t in, hidden, out;
   const T* x;
-  const int64_t* sources;
+  const int64_t* copies;
+  int64_t top_k;
   const T* w1;
   const T* w2;
-  const T* pre;  // u, as the forward kept it
-  const T* dy;   // [rows, out]
-  T* dx;         // [rows, in], each row's own (summing into the sources is MoEPermute's backward), or null
-  T* dw1;        // [groups, 2 hidden, in], or null
-  T* dw2;        // [groups, out, hidden], or null
+  const T* pre;      // u, as the forward kept it
+  const T* dy;       // [rows, out], or routed dout [tokens, out]
+  const T* weights;  // routed: the routing weights [tokens, top_k]; else null
+  T* dx;             // [rows, in], each row's own (summing a token's copies is MoEPermute's backward), or null
+  T* dw1;            // [groups, 2 hidden, in], or null
+  T* dw2;            // [groups, out, hidden], or null
+  T* dweights;       // routed: the weights' grads [tokens, top_k], written for the copies in the rows; or null
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 

@@ -14,11 +14,9 @@ namespace {
 
 // An expert's rows go through its chain in chunks of at most chunk_rows(row) rows, so the buffer
 // one chain works in stays near kChunkBytes however skewed the load is (the weight grads sum over
-// the chunks: their GEMMs after the first add into them, beta = 1). The buffer holds, per row, the
-// forward's a [h] (and u [2h] where it keeps no pre), the backward's a, then da in its place, [h],
-// and du [2h]; then the row of x, [in], where the rows are gathered: buffer_row() values a row.
+// the chunks: their GEMMs after the first add into them, beta = 1). `row` is the buffer's values
+// per row: forward_row and backward_row say what they hold.
 constexpr int64_t kChunkBytes = 4 << 20;
-int64_t buffer_row(int64_t hidden, int64_t in, const int64_t* sources) { return 3 * hidden + (sources ? in : 0); }
 template <class T>
 int64_t chunk_rows(int64_t row) {
   const int64_t rows = kChunkBytes / (row * int64_t(sizeof(T)));
@@ -31,13 +29,46 @@ int64_t even_chunk_rows(int64_t rows, int64_t row) {
   return chunks > 1 ? (rows + chunks - 1) / chunks : rows;
 }
 
-// Rows [first, first + m) of the experts' rows of x: x's own, or gathered by the sources into
-// `gathered`.
+// Forward, per row: a [h], u [2h] (where it keeps no pre), and routed the row of x [in].
 template <class T>
-const T* rows_of(const T* x, const int64_t* sources, int64_t in, int64_t first, int64_t m, T* gathered) {
-  if (!sources) return x + first * in;
-  for (int64_t i = 0; i < m; ++i) std::copy_n(x + sources[first + i] * in, in, gathered + i * in);
+int64_t forward_row(const GroupedMlpForward<T>& k) {
+  return 3 * k.hidden + (k.copies ? k.in : 0);
+}
+// Backward, per row: a [h], da [h], du [2h], and routed the rows of dout [out] and x [in].
+template <class T>
+int64_t backward_row(const GroupedMlpBackward<T>& k) {
+  return 4 * k.hidden + (k.copies ? k.in + k.out : 0);
+}
+
+// Rows [first, first + m) of the experts' rows of `from` [.., width]: its own, or routed the
+// rows of the copies' tokens, gathered into `gathered`.
+template <class T>
+const T* rows_of(const T* from, const int64_t* copies, int64_t top_k, int64_t width, int64_t first, int64_t m,
+                 T* gathered) {
+  if (!copies) return from + first * width;
+  for (int64_t i = 0; i < m; ++i) std::copy_n(from + copies[first + i] / top_k * width, width, gathered + i * width);
   return gathered;
+}
+
+// rows[i] *= weights[copies[first + i]], for the m rows of `width`.
+template <class T>
+void scale_rows(T* rows, int64_t m, int64_t width, const T* weights, const int64_t* copies, int64_t first) {
+  for (int64_t i = 0; i < m; ++i) {
+    const T w = weights[copies[first + i]];
+#pragma omp simd
+    for (int64_t c = 0; c < width; ++c) rows[i * width + c] *= w;
+  }
+}
+
+// dweights[copies[first + i]] = <p[i], q[i]>, for the m rows of `width`.
+template <class T>
+void row_dots(const T* p, const T* q, int64_t m, int64_t width, T* dweights, const int64_t* copies, int64_t first) {
+  for (int64_t i = 0; i < m; ++i) {
+    T dot = 0;
+#pragma omp simd reduction(+ : dot)
+    for (int64_t c = 0; c < width; ++c) dot += p[i * width + c] * q[i * width + c];
+    dweights[copies[first + i]] = dot;
+  }
 }
 
 // c = op(a) op(b) + beta c, alpha 1.
@@ -51,21 +82,23 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // (OpenMP's nested regions are inactive).
 template <class T>
 void forward_expert(const GroupedMlpForward<T>& k, KernelContext& ctx, int64_t g, int64_t first, T* buffer) {
-  const int64_t h = k.hidden, chunk = even_chunk_rows<T>(k.sizes[g], buffer_row(h, k.in, k.sources));
+  const int64_t h = k.hidden, chunk = even_chunk_rows<T>(k.sizes[g], forward_row(k));
   for (int64_t r = first; r < first + k.sizes[g]; r += chunk) {
     const int64_t m = std::min(chunk, first + k.sizes[g] - r);
     T* a = buffer;
     T* u = k.pre ? k.pre + r * 2 * h : buffer + m * h;
-    const T* x = rows_of(k.x, k.sources, k.in, r, m, buffer + 3 * m * h);
+    const T* x = rows_of(k.x, k.copies, k.top_k, k.in, r, m, buffer + 3 * m * h);
     gemm(false, true, m, 2 * h, k.in, x, k.in, k.w1 + g * 2 * h * k.in, k.in, T(0), u, 2 * h);
     GatedLinearUnitForward<T>{k.gate, u, a, m, h}.cpu(ctx);
     gemm(false, true, m, k.out, h, a, h, k.w2 + g * k.out * h, h, T(0), k.y + r * k.out, k.out);
   }
 }
 
+// Routed, dy holds the tokens' grads g unweighted: g W2 gives the weights' grads against a before
+// the weights scale it into da, and the weights scale a before dW2 = g^T (w a).
 template <class T>
 void backward_expert(const GroupedMlpBackward<T>& k, KernelContext& ctx, int64_t g, int64_t first, T* buffer) {
-  const int64_t h = k.hidden, chunk = even_chunk_rows<T>(k.sizes[g], buffer_row(h, k.in, k.sources));
+  const int64_t h = k.hidden, chunk = even_chunk_rows<T>(k.sizes[g], backward_row(k));
   T* dw1 = k.dw1 ? k.dw1 + g * 2 * h * k.in : nullptr;
   T* dw2 = k.dw2 ? k.dw2 + g * k.out * h : nullptr;
   if (k.sizes[g] == 0) {
@@ -76,25 +109,32 @@ void backward_expert(const GroupedMlpBackward<T>& k, KernelContext& ctx, int64_t
   for (int64_t r = first; r < first + k.sizes[g]; r += chunk) {
     const int64_t m = std::min(chunk, first + k.sizes[g] - r);
     const T beta = r == first ? T(0) : T(1);
-    const T *u = k.pre + r * 2 * h, *dy = k.dy + r * k.out;
-    T *a = buffer, *da = buffer, *du = buffer + m * h;  // da replaces a once dW2 has it
+    const T* u = k.pre + r * 2 * h;
+    T *a = buffer, *da = a + m * h, *du = da + m * h;
+    T* gathered = du + 2 * m * h;  // routed: the chunk's rows of dout [m, out], then of x [m, in]
+    const T* dy = rows_of(k.dy, k.copies, k.top_k, k.out, r, m, gathered);
+    if (dw2 || k.dweights) GatedLinearUnitForward<T>{k.gate, u, a, m, h}.cpu(ctx);
+    if (k.dx || dw1 || k.dweights) {
+      gemm(false, false, m, h, k.out, dy, k.out, k.w2 + g * k.out * h, h, T(0), da, h);
+      if (k.dweights) row_dots(da, a, m, h, k.dweights, k.copies, r);
+      if (k.weights) scale_rows(da, m, h, k.weights, k.copies, r);
+    }
     if (dw2) {
-      GatedLinearUnitForward<T>{k.gate, u, a, m, h}.cpu(ctx);
+      if (k.weights) scale_rows(a, m, h, k.weights, k.copies, r);
       gemm(true, false, k.out, h, m, dy, k.out, a, h, beta, dw2, h);
     }
     if (!k.dx && !dw1) continue;
-    gemm(false, false, m, h, k.out, dy, k.out, k.w2 + g * k.out * h, h, T(0), da, h);
     GatedLinearUnitBackward<T>{k.gate, u, da, du, m, h}.cpu(ctx);
     if (k.dx) gemm(false, false, m, k.in, 2 * h, du, 2 * h, k.w1 + g * 2 * h * k.in, k.in, T(0), k.dx + r * k.in, k.in);
     if (dw1) {
-      const T* x = rows_of(k.x, k.sources, k.in, r, m, buffer + 3 * m * h);
+      const T* x = rows_of(k.x, k.copies, k.top_k, k.in, r, m, k.copies ? gathered + m * k.out : nullptr);
       gemm(true, false, 2 * h, k.in, m, du, 2 * h, x, k.in, beta, dw1, k.in);
     }
   }
 }
 
 // Runs chain(g, first, buffer) for every expert, with a buffer of its own per thread, large
-// enough for the chunks of any of the experts (buffer_row values a row).
+// enough for the chunks of any of the experts (`row` values a row).
 template <class T, class Chain>
 void each_expert(KernelContext& ctx, const int64_t* sizes, int64_t groups, int64_t row, Chain&& chain) {
   const std::vector<int64_t> start = cpu::group_starts(sizes, groups);
@@ -109,13 +149,13 @@ void each_expert(KernelContext& ctx, const int64_t* sizes, int64_t groups, int64
 
 template <class T>
 void GroupedMlpForward<T>::cpu(KernelContext& ctx) const {
-  each_expert<T>(ctx, sizes, groups, buffer_row(hidden, in, sources),
+  each_expert<T>(ctx, sizes, groups, forward_row(*this),
                  [&](int64_t g, int64_t first, T* buffer) { forward_expert(*this, ctx, g, first, buffer); });
 }
 
 template <class T>
 void GroupedMlpBackward<T>::cpu(KernelContext& ctx) const {
-  each_expert<T>(ctx, sizes, groups, buffer_row(hidden, in, sources),
+  each_expert<T>(ctx, sizes, groups, backward_row(*this),
                  [&](int64_t g, int64_t first, T* buffer) { backward_expert(*this, ctx, g, first, buffer); });
 }
 

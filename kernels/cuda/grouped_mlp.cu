@@ -1,8 +1,8 @@
 // The CUDA body of kernels/grouped_mlp.h: each step for all experts at once, a GEMM as one grouped
 // cuBLAS call (kernels/cuda/gemm.h) and the GLU kernels of kernels/cuda/gated_linear_unit.cu over
 // all rows, so a forward is three launches and a backward six however many experts there are (and
-// a fill of zeros for each weight grad of an expert without rows), and one more where the rows
-// are gathered from x by their sources.
+// a fill of zeros for each weight grad of an expert without rows); routed, a forward gathers its
+// rows in one launch more, a backward its rows in two and applies the routing weights in three.
 
 #include <numeric>
 #include <vector>
@@ -29,20 +29,48 @@ inline int64_t total_rows(const int64_t* sizes, int64_t groups) {
   return std::accumulate(sizes, sizes + groups, int64_t(0));
 }
 
+// rows[i] = from[copies[i] / top_k], rows of `width`.
 template <class T>
-__global__ void gather_rows_kernel(const T* x, const int64_t* sources, T* rows, int64_t n, int64_t in) {
-  FUSELAB_GRID_STRIDE_LOOP(i, n) { rows[i] = x[sources[i / in] * in + i % in]; }
+__global__ void gather_copies_kernel(const T* from, const int64_t* copies, int64_t top_k, T* rows, int64_t n,
+                                     int64_t width) {
+  FUSELAB_GRID_STRIDE_LOOP(i, n) { rows[i] = from[copies[i / width] / top_k * width + i % width]; }
 }
 
-// The experts' rows of x, [rows, in]: x's own, or gathered by the sources into scratch.
+// rows[i] *= weights[copies[i]]
 template <class T>
-const T* rows_of(const T* x, const int64_t* sources, int64_t rows, int64_t in, KernelContext& ctx) {
-  if (!sources || rows * in == 0) return x;
-  T* gathered = ctx.scratch<T>(rows * in);
+__global__ void scale_rows_kernel(T* rows, const T* weights, const int64_t* copies, int64_t n, int64_t width) {
+  FUSELAB_GRID_STRIDE_LOOP(i, n) { rows[i] *= weights[copies[i / width]]; }
+}
+
+// dweights[copies[i]] = <p[i], q[i]>, a thread per row.
+template <class T>
+__global__ void row_dots_kernel(const T* p, const T* q, const int64_t* copies, T* dweights, int64_t rows,
+                                int64_t width) {
+  FUSELAB_GRID_STRIDE_LOOP(i, rows) {
+    T dot = 0;
+    for (int64_t c = 0; c < width; ++c) dot += p[i * width + c] * q[i * width + c];
+    dweights[copies[i]] = dot;
+  }
+}
+
+// The experts' rows of `from` [.., width]: its own, or routed the rows of the copies' tokens,
+// gathered into scratch.
+template <class T>
+const T* rows_of(const T* from, const int64_t* copies, int64_t top_k, int64_t rows, int64_t width,
+                 KernelContext& ctx) {
+  if (!copies || rows * width == 0) return from;
+  T* gathered = ctx.scratch<T>(rows * width);
   use_device(ctx.device);
-  gather_rows_kernel<T><<<blocks_for(rows * in), kThreads>>>(x, sources, gathered, rows * in, in);
-  check_launch("gather_rows_kernel");
+  gather_copies_kernel<T><<<blocks_for(rows * width), kThreads>>>(from, copies, top_k, gathered, rows * width, width);
+  check_launch("gather_copies_kernel");
   return gathered;
+}
+
+template <class T>
+void scale_rows(T* rows, const T* weights, const int64_t* copies, int64_t n, int64_t width) {
+  if (n * width == 0) return;
+  scale_rows_kernel<T><<<blocks_for(n * width), kThreads>>>(rows, weights, copies, n * width, width);
+  check_launch("scale_rows_kernel");
 }
 
 }  // namespace fuselab::kernels::cuda
@@ -55,7 +83,7 @@ void GroupedMlpForward<T>::cuda(KernelContext& ctx) const {
   const int64_t h = hidden, rows = cuda::total_rows(sizes, groups);
   T* a = ctx.scratch<T>(rows * h);
   T* u = pre ? pre : ctx.scratch<T>(rows * 2 * h);
-  const T* x_rows = cuda::rows_of(x, sources, rows, in, ctx);
+  const T* x_rows = cuda::rows_of(x, copies, top_k, rows, in, ctx);
   const auto up = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
     return GemmProblem<T>{n, 2 * h, in, x_rows + first * in, w1 + g * 2 * h * in, u + first * 2 * h};
   });
@@ -67,26 +95,38 @@ void GroupedMlpForward<T>::cuda(KernelContext& ctx) const {
   cuda::grouped_gemm<T>(false, true, down, h, h, 0, out, ctx);
 }
 
-// A weight grad's problem of an expert without rows is an empty sum: its grad is 0.
+// A weight grad's problem of an expert without rows is an empty sum: its grad is 0. Routed, g W2
+// gives the weights' grads against a before the weights scale it into da, and the weights scale a
+// before dW2 = g^T (w a), as on the CPU.
 template <class T>
 void GroupedMlpBackward<T>::cuda(KernelContext& ctx) const {
   using cuda::GemmProblem;
   const int64_t h = hidden, rows = cuda::total_rows(sizes, groups);
+  cuda::use_device(ctx.device);
   T* a = ctx.scratch<T>(rows * h);
-  T* da = a;  // in a's place once dW2 has it
+  T* da = ctx.scratch<T>(rows * h);
   T* du = ctx.scratch<T>(rows * 2 * h);
+  const T* dy_rows = cuda::rows_of(dy, copies, top_k, rows, out, ctx);
+  if (dw2 || dweights) GatedLinearUnitForward<T>{gate, pre, a, rows, h}.cuda(ctx);
+  if (dx || dw1 || dweights) {
+    const auto grad_a = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
+      return GemmProblem<T>{n, h, out, dy_rows + first * out, w2 + g * out * h, da + first * h};
+    });
+    cuda::grouped_gemm<T>(false, false, grad_a, out, h, 0, h, ctx);
+    if (dweights && rows > 0) {
+      cuda::row_dots_kernel<T><<<cuda::blocks_for(rows), cuda::kThreads>>>(da, a, copies, dweights, rows, h);
+      cuda::check_launch("row_dots_kernel");
+    }
+    if (weights) cuda::scale_rows(da, weights, copies, rows, h);
+  }
   if (dw2) {
-    GatedLinearUnitForward<T>{gate, pre, a, rows, h}.cuda(ctx);
+    if (weights) cuda::scale_rows(a, weights, copies, rows, h);
     const auto grad_down = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
-      return GemmProblem<T>{out, h, n, dy + first * out, a + first * h, dw2 + g * out * h};
+      return GemmProblem<T>{out, h, n, dy_rows + first * out, a + first * h, dw2 + g * out * h};
     });
     cuda::grouped_gemm<T>(true, false, grad_down, out, h, 0, h, ctx);
   }
   if (!dx && !dw1) return;
-  const auto grad_a = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
-    return GemmProblem<T>{n, h, out, dy + first * out, w2 + g * out * h, da + first * h};
-  });
-  cuda::grouped_gemm<T>(false, false, grad_a, out, h, 0, h, ctx);
   GatedLinearUnitBackward<T>{gate, pre, da, du, rows, h}.cuda(ctx);
   if (dx) {
     const auto grad_x = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
@@ -95,7 +135,7 @@ void GroupedMlpBackward<T>::cuda(KernelContext& ctx) const {
     cuda::grouped_gemm<T>(false, false, grad_x, 2 * h, in, 0, in, ctx);
   }
   if (dw1) {
-    const T* x_rows = cuda::rows_of(x, sources, rows, in, ctx);
+    const T* x_rows = cuda::rows_of(x, copies, top_k, rows, in, ctx);
     const auto grad_up = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
       return GemmProblem<T>{2 * h, in, n, du + first * 2 * h, x_rows + first * in, dw1 + g * 2 * h * in};
     });

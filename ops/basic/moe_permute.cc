@@ -58,20 +58,23 @@ MoEOrder MoEPermute::order(const Tensor& x, const Tensor& indices) const {
   std::vector<int64_t> starts(static_cast<size_t>(experts_), 0);
   for (int64_t e = 1; e < experts_; ++e) starts[size_t(e)] = starts[size_t(e - 1)] + counts[size_t(e - 1)];
   const int64_t kept = starts.back() + counts.back();
-  std::vector<int64_t> sources(static_cast<size_t>(kept), 0);
+  std::vector<int64_t> kept_copies(static_cast<size_t>(kept), 0);
   for (int64_t c = 0; c < copies; ++c) {
     if (slots[size_t(c)] < 0) continue;
     slots[size_t(c)] += starts[size_t(experts[size_t(c)])];
-    sources[size_t(slots[size_t(c)])] = c / top_k_;
+    kept_copies[size_t(slots[size_t(c)])] = c;
   }
-  return {counts, from_vector<int64_t>(counts, {experts_}, x.device()),
-          from_vector<int64_t>(slots, slots_shape, x.device()), from_vector<int64_t>(sources, {kept}, x.device())};
+  return {counts, kept_copies, from_vector<int64_t>(counts, {experts_}, x.device()),
+          from_vector<int64_t>(slots, slots_shape, x.device())};
 }
 
 OpForward MoEPermute::op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>& extra) {
   const MoEOrder order = this->order(x, extra.at(0));
+  std::vector<int64_t> sources = order.copies;  // the rows of x the copies are
+  for (int64_t& row : sources) row /= top_k_;
   const int64_t width = x.size(-1);
-  const Tensor out = math::embedding(describe().c_str(), x.view({-1, width}), order.sources);
+  const Tensor out = math::embedding(describe().c_str(), x.view({-1, width}),
+                                     from_vector<int64_t>(sources, {int64_t(sources.size())}, x.device()));
   if (ctx.requires_backward()) ctx.save<MoEPermuteSaved>() = {order.slots.view({-1}), x.shape()};
   return {out, {order.sizes, order.slots}};
 }
@@ -92,9 +95,8 @@ MoEUnpermute::MoEUnpermute(int64_t top_k) : BasicOp("MoEUnpermute"), top_k_(top_
   check(top_k_ >= 1, "MoEUnpermute: top_k ", top_k_, " must be at least 1");
 }
 
-OpForward MoEUnpermute::op_forward(OpContext& ctx, const Tensor& y, const std::vector<Tensor>& extra) {
+Tensor MoEUnpermute::combine(const Tensor& y, const Tensor& weights, const Tensor& slots) const {
   check_input(y, -1);
-  const Tensor& weights = extra.at(0);
   check(weights.defined(), describe(), ": the routing weights, its first extra input, are missing");
   check(y.dim() == 2 && weights.dtype() == y.dtype() && weights.device() == y.device() && weights.dim() >= 1 &&
             weights.size(-1) == top_k_ && weights.numel() >= y.size(0),
@@ -103,11 +105,11 @@ OpForward MoEUnpermute::op_forward(OpContext& ctx, const Tensor& y, const std::v
         weights.dtype(), " on ", weights.device());
   const int64_t rows = weights.numel() / top_k_, width = y.size(1);
   // The kept copies' slots (the others -1) are a permutation of y's rows, as MoEPermute gives.
-  const std::vector<int64_t> slots =
-      checked_ids(describe(), "slot", "slots", extra.at(1), weights.shape(), y.device(), -1, y.size(0));
+  const std::vector<int64_t> slot_values =
+      checked_ids(describe(), "slot", "slots", slots, weights.shape(), y.device(), -1, y.size(0));
   std::vector<bool> taken(size_t(y.size(0)), false);
   int64_t kept = 0;
-  for (const int64_t slot : slots) {
+  for (const int64_t slot : slot_values) {
     if (slot < 0) continue;
     check(!taken[size_t(slot)], describe(), ": slot ", slot, " is given twice; the slots must be MoEPermute's");
     taken[size_t(slot)] = true;
@@ -115,15 +117,20 @@ OpForward MoEUnpermute::op_forward(OpContext& ctx, const Tensor& y, const std::v
   }
   check(kept == y.size(0), describe(), ": the slots name ", kept, " of the ", y.size(0),
         " expert outputs; the slots must be MoEPermute's");
-  const Tensor slot_ids = extra.at(1).view({rows * top_k_});
+  const Tensor slot_ids = slots.view({rows * top_k_});
   Tensor out = empty({rows, width}, y.dtype(), y.device());
   launch_floating<WithBFloat16::No>(describe().c_str(), y, [&](auto zero) {
     using T = decltype(zero);
     return kernels::MoECombineForward<T>{y.ptr<T>(), weights.ptr<T>(), slot_ids.ptr<int64_t>(),
                                          out.ptr<T>(), rows, top_k_, width};
   });
-  if (ctx.requires_backward()) ctx.save<MoEUnpermuteSaved>() = {y, weights, slot_ids};
-  return {out.view(with_last(weights.shape(), width)), {}};
+  return out.view(with_last(weights.shape(), width));
+}
+
+OpForward MoEUnpermute::op_forward(OpContext& ctx, const Tensor& y, const std::vector<Tensor>& extra) {
+  const Tensor out = combine(y, extra.at(0), extra.at(1));
+  if (ctx.requires_backward()) ctx.save<MoEUnpermuteSaved>() = {y, extra.at(0), extra.at(1).view({-1})};
+  return {out, {}};
 }
 
 OpBackward MoEUnpermute::op_backward(OpContext& ctx, const Tensor& dout, const std::vector<Tensor>&) {

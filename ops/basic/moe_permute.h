@@ -29,13 +29,13 @@
 
 namespace fuselab {
 
-// Where MoEPermute sends each of x's copies: its forward without the gather, which a fused op
-// that gathers the rows itself (ops/fused/grouped_mlp.h) shares.
+// Where MoEPermute sends each of x's copies (copy c is of row c / k): its forward without the
+// gather, which the fused op that reads the rows itself (ops/fused/grouped_mlp.h) shares.
 struct MoEOrder {
   std::vector<int64_t> counts;  // each expert's kept copies, on the host
+  std::vector<int64_t> copies;  // [kept], on the host: the copy each row in expert order is
   Tensor sizes;                 // the counts, int64 [experts] on x's device
   Tensor slots;                 // int64 [..., k] on x's device: each copy's row in expert order, -1 where dropped
-  Tensor sources;               // int64 [kept] on x's device: the row of x each kept copy is
 };
 
 struct MoEPermuteSaved {
@@ -80,6 +80,8 @@ class MoEUnpermute : public BasicOp {
   OpForward op_forward(OpContext& ctx, const Tensor& y, const std::vector<Tensor>& extra) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dout, const std::vector<Tensor>&) override;
   int64_t top_k() const { return top_k_; }
+  // The forward's output, checked, without saving anything.
+  Tensor combine(const Tensor& y, const Tensor& weights, const Tensor& slots) const;
 
  private:
   int64_t top_k_;

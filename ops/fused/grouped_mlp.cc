@@ -21,12 +21,12 @@ FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, cons
   const GatedLinearUnit& glu = op<GatedLinearUnit>(up_ + 1);
   const bool keep = any_requires_backward(ctxs);
   TensorLists extra_outputs(basic_ops().size());
-  Tensor sources;
+  Tensor copies;
   std::vector<int64_t> sizes;
   if (routed()) {
     const MoEOrder order = op<MoEPermute>(0).order(x, extra_inputs[0].at(0));
     up.check_input(x, up.in_features());
-    sources = order.sources;
+    copies = from_vector<int64_t>(order.copies, {int64_t(order.copies.size())}, x.device());
     sizes = order.counts;
     extra_outputs[0] = {order.sizes, order.slots};
     if (keep) ctxs[0]->save<MoEPermuteSaved>() = {order.slots.view({-1}), x.shape()};
@@ -36,42 +36,62 @@ FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, cons
     sizes = up.checked_sizes(extra_inputs[0].at(0), x.numel() / up.in_features());
   }
   const Tensor rows = x.view({-1, up.in_features()});
-  const int64_t kept = sources.defined() ? sources.numel() : rows.size(0), hidden = down.in_features();
+  const int64_t kept = copies.defined() ? copies.numel() : rows.size(0), hidden = down.in_features();
+  const int64_t top_k = routed() ? op<MoEPermute>(0).top_k() : 1;
   Tensor pre = keep ? empty({kept, 2 * hidden}, x.dtype(), x.device()) : Tensor();
   Tensor y = empty({kept, down.out_features()}, x.dtype(), x.device());
   launch_floating<WithBFloat16::No>(describe().c_str(), x, [&](auto zero) {
     using T = decltype(zero);
     return kernels::GroupedMlpForward<T>{glu.gate(),           up.groups(),       sizes.data(),
                                          up.in_features(),     hidden,            down.out_features(),
-                                         rows.ptr<T>(),        ptr_or_null<int64_t>(sources),
-                                         up.weight().ptr<T>(), down.weight().ptr<T>(),
-                                         ptr_or_null<T>(pre),  y.ptr<T>()};
+                                         rows.ptr<T>(),        ptr_or_null<int64_t>(copies),
+                                         top_k,                up.weight().ptr<T>(),
+                                         down.weight().ptr<T>(), ptr_or_null<T>(pre),
+                                         y.ptr<T>()};
   });
-  if (keep) ctxs[up_]->save<GroupedMlpSaved>() = {rows, sources, pre, up.weight(), down.weight(), sizes};
-  if (!routed()) return {y.view(with_last(x.shape(), down.out_features())), extra_outputs};
+  if (!routed()) {
+    if (keep) ctxs[0]->save<GroupedMlpSaved>() = {rows, Tensor(), Tensor(), pre, up.weight(), down.weight(), sizes};
+    return {y.view(with_last(x.shape(), down.out_features())), extra_outputs};
+  }
   const Tensor& weights = extra_inputs[4].at(0);
-  return {op<MoEUnpermute>(4).op_forward(*ctxs[4], y, {weights, extra_outputs[0][1]}).output, extra_outputs};
+  const Tensor out = op<MoEUnpermute>(4).combine(y, weights, extra_outputs[0][1]);
+  if (keep) ctxs[up_]->save<GroupedMlpSaved>() = {rows, copies, weights, pre, up.weight(), down.weight(), sizes};
+  return {out, extra_outputs};
 }
 
 FusedBackward GroupedMlp::fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
                                          const TensorLists&) {
   const GroupedMlpSaved& s = ctxs[up_]->saved<GroupedMlpSaved>(describe());
   const GroupedLinear &up = op<GroupedLinear>(up_), &down = op<GroupedLinear>(up_ + 2);
-  // Routed, the combine's backward gives the experts' output grads and the routing weights' grads.
-  OpBackward combine = routed() ? op<MoEUnpermute>(4).op_backward(*ctxs[4], dy, {}) : OpBackward{dy, {}, {}};
-  const Tensor dy_rows = combine.grad_input.view({-1, down.out_features()});
-  const int64_t hidden = down.in_features();
-  Tensor d_rows = ctxs[0]->input_requires_grad
-                     ? empty({dy_rows.size(0), up.in_features()}, dy.dtype(), dy.device())
-                     : Tensor();  // the experts' rows' grads
+  const int64_t hidden = down.in_features(), kept = s.pre.size(0);
+  const int64_t top_k = routed() ? op<MoEPermute>(0).top_k() : 1;
+  const Tensor dy_rows = dy.view({-1, down.out_features()});  // routed, the tokens'
+  Tensor d_rows = ctxs[0]->input_requires_grad ? empty({kept, up.in_features()}, dy.dtype(), dy.device())
+                                               : Tensor();  // the experts' rows' grads
   Tensor dw1 = ctxs[up_]->params_require_grad.at(0) ? empty_like(s.up_weight) : Tensor();
   Tensor dw2 = ctxs[up_ + 2]->params_require_grad.at(0) ? empty_like(s.down_weight) : Tensor();
+  // A dropped copy's weight gets no grad from the kernel, which writes the kept copies'.
+  Tensor dweights = routed() && ctxs[4]->extra_inputs_require_grad ? zeros_like(s.weights) : Tensor();
   launch_floating<WithBFloat16::No>((describe() + " backward").c_str(), dy, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::GroupedMlpBackward<T>{
-        op<GatedLinearUnit>(up_ + 1).gate(), up.groups(), s.sizes.data(), up.in_features(), hidden, down.out_features(),
-        s.input.ptr<T>(), ptr_or_null<int64_t>(s.sources), s.up_weight.ptr<T>(), s.down_weight.ptr<T>(),
-        s.pre.ptr<T>(), dy_rows.ptr<T>(), ptr_or_null<T>(d_rows), ptr_or_null<T>(dw1), ptr_or_null<T>(dw2)};
+    return kernels::GroupedMlpBackward<T>{op<GatedLinearUnit>(up_ + 1).gate(),
+                                          up.groups(),
+                                          s.sizes.data(),
+                                          up.in_features(),
+                                          hidden,
+                                          down.out_features(),
+                                          s.input.ptr<T>(),
+                                          ptr_or_null<int64_t>(s.copies),
+                                          top_k,
+                                          s.up_weight.ptr<T>(),
+                                          s.down_weight.ptr<T>(),
+                                          s.pre.ptr<T>(),
+                                          dy_rows.ptr<T>(),
+                                          ptr_or_null<T>(s.weights),
+                                          ptr_or_null<T>(d_rows),
+                                          ptr_or_null<T>(dw1),
+                                          ptr_or_null<T>(dw2),
+                                          ptr_or_null<T>(dweights)};
   });
   if (!routed()) {
     return {d_rows.defined() ? d_rows.view(with_last(dy.shape(), up.in_features())) : d_rows,
@@ -79,7 +99,7 @@ FusedBackward GroupedMlp::fuser_backward(const std::vector<OpContext*>& ctxs, co
   }
   // Each row of x sums its copies' grads: MoEPermute's backward.
   const Tensor dx = d_rows.defined() ? op<MoEPermute>(0).op_backward(*ctxs[0], d_rows, {}).grad_input : Tensor();
-  return {dx, {{Tensor()}, {Tensor()}, {}, {Tensor()}, combine.grad_extra_inputs}, {{}, {dw1}, {}, {dw2}, {}}};
+  return {dx, {{Tensor()}, {Tensor()}, {}, {Tensor()}, {dweights, Tensor()}}, {{}, {dw1}, {}, {dw2}, {}}};
 }
 
 namespace {

@@ -7,10 +7,12 @@
 //
 // Two fusions make it. `GroupedMlp` takes the three ops. `RoutedGroupedMlp` takes them with the
 // MoEPermute before and the MoEUnpermute after (ops/basic/moe_permute.h), a whole layer of
-// experts: the chain reads each expert's rows straight from x by their sources, so the permuted
-// copy of x [kept, width] is neither written nor kept for backward; the combine after it, and
-// the sum of each row's copies' grads before it, are the basic ops' own (a row's copies come from
-// different experts, which run in parallel: summing them in the chain would race).
+// experts: the chain reads each expert's rows straight from x by the copies they are, and in
+// backward its output grads from the tokens' grads times the routing weights, and gives the
+// weights' grads from its own recomputed a; so neither the permuted copy of x nor the experts'
+// outputs are kept for backward, nor their grads written. The weighted sum after the experts and
+// the sum of each row's copies' grads before them are the basic ops' kernels (a row's copies come
+// from different experts, which run in parallel: summing them in the chain would race).
 #pragma once
 
 #include "ops/fused_op.h"
@@ -19,14 +21,15 @@
 namespace fuselab {
 
 struct GroupedMlpSaved {
-  Tensor input;    // [rows, width]: the experts' rows, or x's when routed
-  Tensor sources;  // int64 [kept]: the row of input each expert row is (MoEOrder's), undefined if not routed
+  Tensor input;    // [rows, width]: the experts' rows, or routed the tokens
+  Tensor copies;   // routed: int64 [kept], the copy each expert row is (MoEOrder's); else undefined
+  Tensor weights;  // routed: the routing weights [tokens, k]; else undefined
   Tensor pre;      // u [kept, 2 hidden]
   Tensor up_weight, down_weight;
   std::vector<int64_t> sizes;
   NamedTensors tensors() const {
-    return {{"input", input}, {"sources", sources}, {"pre", pre}, {"up_weight", up_weight},
-            {"down_weight", down_weight}};
+    return {{"input", input},          {"copies", copies},          {"weights", weights},
+            {"pre", pre},              {"up_weight", up_weight},    {"down_weight", down_weight}};
   }
 };
 
