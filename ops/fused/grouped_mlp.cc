@@ -15,6 +15,8 @@ GroupedMlp::GroupedMlp(const OpList& ops)
     : FusedOp(ops.size() == 5 ? "RoutedGroupedMlp" : "GroupedMlp", ops, Pass::ForwardBackward),
       up_(ops.size() == 5 ? 1 : 0) {}
 
+int64_t GroupedMlp::top_k() const { return routed() ? op<MoEPermute>(0).top_k() : 1; }
+
 FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
                                        const TensorLists& extra_inputs) {
   GroupedLinear &up = op<GroupedLinear>(up_), &down = op<GroupedLinear>(up_ + 2);
@@ -37,24 +39,27 @@ FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, cons
   }
   const Tensor rows = x.view({-1, up.in_features()});
   const int64_t kept = copies.defined() ? copies.numel() : rows.size(0), hidden = down.in_features();
-  const int64_t top_k = routed() ? op<MoEPermute>(0).top_k() : 1;
   Tensor pre = keep ? empty({kept, 2 * hidden}, x.dtype(), x.device()) : Tensor();
   Tensor y = empty({kept, down.out_features()}, x.dtype(), x.device());
   launch_floating<WithBFloat16::No>(describe().c_str(), x, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::GroupedMlpForward<T>{glu.gate(),           up.groups(),       sizes.data(),
-                                         up.in_features(),     hidden,            down.out_features(),
-                                         rows.ptr<T>(),        ptr_or_null<int64_t>(copies),
-                                         top_k,                up.weight().ptr<T>(),
-                                         down.weight().ptr<T>(), ptr_or_null<T>(pre),
+    return kernels::GroupedMlpForward<T>{glu.gate(),
+                                         up.groups(),
+                                         sizes.data(),
+                                         up.in_features(),
+                                         hidden,
+                                         down.out_features(),
+                                         rows.ptr<T>(),
+                                         ptr_or_null<int64_t>(copies),
+                                         top_k(),
+                                         up.weight().ptr<T>(),
+                                         down.weight().ptr<T>(),
+                                         ptr_or_null<T>(pre),
                                          y.ptr<T>()};
   });
-  if (!routed()) {
-    if (keep) ctxs[0]->save<GroupedMlpSaved>() = {rows, Tensor(), Tensor(), pre, up.weight(), down.weight(), sizes};
-    return {y.view(with_last(x.shape(), down.out_features())), extra_outputs};
-  }
-  const Tensor& weights = extra_inputs[4].at(0);
-  const Tensor out = op<MoEUnpermute>(4).combine(y, weights, extra_outputs[0][1]);
+  const Tensor weights = routed() ? extra_inputs[4].at(0) : Tensor();
+  const Tensor out = routed() ? op<MoEUnpermute>(4).combine(y, weights, extra_outputs[0][1])
+                              : y.view(with_last(x.shape(), down.out_features()));
   if (keep) ctxs[up_]->save<GroupedMlpSaved>() = {rows, copies, weights, pre, up.weight(), down.weight(), sizes};
   return {out, extra_outputs};
 }
@@ -64,7 +69,6 @@ FusedBackward GroupedMlp::fuser_backward(const std::vector<OpContext*>& ctxs, co
   const GroupedMlpSaved& s = ctxs[up_]->saved<GroupedMlpSaved>(describe());
   const GroupedLinear &up = op<GroupedLinear>(up_), &down = op<GroupedLinear>(up_ + 2);
   const int64_t hidden = down.in_features(), kept = s.pre.size(0);
-  const int64_t top_k = routed() ? op<MoEPermute>(0).top_k() : 1;
   const Tensor dy_rows = dy.view({-1, down.out_features()});  // routed, the tokens'
   Tensor d_rows = ctxs[0]->input_requires_grad ? empty({kept, up.in_features()}, dy.dtype(), dy.device())
                                                : Tensor();  // the experts' rows' grads
@@ -82,7 +86,7 @@ FusedBackward GroupedMlp::fuser_backward(const std::vector<OpContext*>& ctxs, co
                                           down.out_features(),
                                           s.input.ptr<T>(),
                                           ptr_or_null<int64_t>(s.copies),
-                                          top_k,
+                                          top_k(),
                                           s.up_weight.ptr<T>(),
                                           s.down_weight.ptr<T>(),
                                           s.pre.ptr<T>(),

@@ -44,6 +44,7 @@ class GroupedMlp : public FusedOp {
 
  private:
   bool routed() const { return up_ == 1; }
+  int64_t top_k() const;  // the copies of each token: MoEPermute's k, or 1
   size_t up_;  // the first GroupedLinear's place: 1 after a MoEPermute, else 0
 };
 
