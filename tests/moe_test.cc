@@ -336,5 +336,23 @@ TEST(MoEOps, BadRoutingIsAnErrorNamingTheOp) {
                {"MoEUnpermute(", "routing weights [..., 2] of at least 4 copies", "[1, 2]"});
 }
 
+// A layer of experts that RoutedGroupedMlp takes names the basic op whose input is wrong, as the
+// basic ops alone do.
+TEST(MoEOps, TheRoutedLayerNamesTheOpWhoseInputIsWrong) {
+  Generator gen(5);
+  Sequential layer(moe_experts({4, 3, 3, 2}, "moe", gen).ops);
+  layer.set_fusion_switches(FusionSwitches::only({"RoutedGroupedMlp"}));
+  const Tensor x = normal({2, 4}, 0, 1, DType::Float32, &gen), w = uniform({2, 2}, 0, 1, DType::Float32, &gen);
+  const Tensor experts = from_vector<int64_t>({0, 1, 2, 0}, {2, 2});
+  ASSERT_NE(layer.explain().find("RoutedGroupedMlp"), std::string::npos) << layer.explain();
+  expect_error([&] { layer(x, {from_vector<int64_t>({0, 1, 2, 3}, {2, 2}), w}); },
+               {"MoEPermute(", "expert index 3 at 3", "[0, 3)"});
+  expect_error([&] { layer(normal({2, 5}, 0, 1, DType::Float32, &gen), {experts, w}); }, {"GroupedLinear(", "5"});
+  expect_error([&] { layer(x, {experts, uniform({2, 2}, 0, 1, DType::Float64, &gen)}); },
+               {"MoEUnpermute(", "float64"});
+  expect_error([&] { layer(x, {experts, uniform({3, 2}, 0, 1, DType::Float32, &gen)}); },
+               {"MoEUnpermute(", "routing weights [3, 2] must be one per copy, as the slots [2, 2] are"});
+}
+
 }  // namespace
 }  // namespace fuselab

@@ -103,6 +103,8 @@ Tensor MoEUnpermute::combine(const Tensor& y, const Tensor& weights, const Tenso
         describe(), ": the expert outputs [kept copies, width] ", y.shape(), " need routing weights [..., ", top_k_,
         "] of at least ", y.size(0), " copies, ", y.dtype(), " on ", y.device(), ", got ", weights.shape(), " ",
         weights.dtype(), " on ", weights.device());
+  check(!slots.defined() || slots.shape() == weights.shape(), describe(), ": the routing weights ", weights.shape(),
+        " must be one per copy, as the slots ", slots.shape(), " are");
   const int64_t rows = weights.numel() / top_k_, width = y.size(1);
   // The kept copies' slots (the others -1) are a permutation of y's rows, as MoEPermute gives.
   const std::vector<int64_t> slot_values =
