@@ -11,15 +11,15 @@
 //   da_g = dy_g W2_g,   dW2_g = dy_g^T a_g   (a_g computed again from u_g)
 //   du_g = glu backward(u_g, da_g),   dx_g = du_g W1_g,   dW1_g = du_g^T x_g
 //
-// Routed (RoutedGroupedMlp), row i of the runs is copy c_i of a token (MoEPermute's order, `copies`),
-// x's row c_i / k, and the chain reads it from there; its output's grad is its routing weight w
-// times its token's, and backward gives the weights' grads too (MoEUnpermute's backward):
+// Routed (RoutedGroupedMlp), row i of the runs is copy c_i of a token (MoEPermute's order,
+// `copies`), x's row c_i / k, and the chain reads it from there; its output's grad is its routing
+// weight w times its token's, and backward gives the weights' grads too (MoEUnpermute's backward):
 //
 //   dy_i = w[c_i] g_i,  g_i = dout[c_i / k]
 //   dw[c_i] = <g_i, y_i> = <(g W2_g)_i, a_i>,   da_i = w[c_i] (g W2_g)_i,   dW2_g = g^T (w a)
 //
-// so neither y nor dy is kept or written. Only u is kept for backward; an expert without rows gets
-// dW1_g = dW2_g = 0. The two backends order the work for their hardware:
+// so y is not kept for backward, nor dy written. Only u is kept for backward; an expert without
+// rows gets dW1_g = dW2_g = 0. The two backends order the work for their hardware:
 // - CPU (kernels/cpu/grouped_mlp.cc): each expert runs its whole chain before the next, in chunks
 //   of its rows, so a_g, da_g and du_g (and the chunk's rows of x and dout, gathered) live in a
 //   buffer of one chunk (per thread), in cache at a mixture's expert sizes; the unfused ops keep u

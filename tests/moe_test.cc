@@ -225,7 +225,8 @@ TEST(MoEOps, GroupedMlpLowersThePeak) {
   EXPECT_LT(fused.peak + a_bytes, unfused.peak) << "fused " << fused.peak << " B, unfused " << unfused.peak << " B";
   EXPECT_EQ(routed.held + 2 * copies_bytes, fused.held + indices_bytes)
       << "routed " << routed.held << " B, fused " << fused.held << " B";
-  EXPECT_LE(routed.peak + copies_bytes, fused.peak + indices_bytes) << "routed " << routed.peak << " B, fused " << fused.peak << " B";
+  EXPECT_LE(routed.peak + copies_bytes, fused.peak + indices_bytes)
+      << "routed " << routed.peak << " B, fused " << fused.peak << " B";
 }
 
 // With a capacity, each expert keeps its first copies in row order, the counts say how many, and

@@ -28,8 +28,8 @@ struct GroupedMlpSaved {
   Tensor up_weight, down_weight;
   std::vector<int64_t> sizes;
   NamedTensors tensors() const {
-    return {{"input", input},          {"copies", copies},          {"weights", weights},
-            {"pre", pre},              {"up_weight", up_weight},    {"down_weight", down_weight}};
+    return {{"input", input}, {"copies", copies},       {"weights", weights},
+            {"pre", pre},     {"up_weight", up_weight}, {"down_weight", down_weight}};
   }
 };
 
