@@ -18,8 +18,8 @@
 //   dy_i = w[c_i] g_i,  g_i = dout[c_i / k]
 //   dw[c_i] = <g_i, y_i> = <(g W2_g)_i, a_i>,   da_i = w[c_i] (g W2_g)_i,   dW2_g = g^T (w a)
 //
-// so y is not kept for backward, nor dy written. Only u is kept for backward; an expert without
-// rows gets dW1_g = dW2_g = 0. The two backends order the work for their hardware:
+// so y is not kept for backward, nor dy written. u is kept for backward, and a too unless the
+// backward recomputes it from u (`act` null); an expert without rows gets dW1_g = dW2_g = 0. The two backends order the work for their hardware:
 // - CPU (kernels/cpu/grouped_mlp.cc): each expert runs its whole chain before the next, in chunks
 //   of its rows, so a_g, da_g and du_g (and the chunk's rows of x and dout, gathered) live in a
 //   buffer of one chunk (per thread), in cache at a mixture's expert sizes; the unfused ops keep u
@@ -49,6 +49,7 @@ struct GroupedMlpForward {
   const T* w1;             // [groups, 2 hidden, in]
   const T* w2;             // [groups, out, hidden]
   T* pre;                  // u [rows, 2 hidden], kept for backward, or null
+  T* act;                  // a [rows, hidden], kept for backward, or null (backward recomputes it)
   T* y;                    // [rows, out]
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
@@ -65,6 +66,7 @@ struct GroupedMlpBackward {
   const T* w1;
   const T* w2;
   const T* pre;      // u, as the forward kept it
+  const T* act;      // a, as the forward kept it, or null: recomputed from u
   const T* dy;       // [rows, out], or routed dout [tokens, out]
   const T* weights;  // routed: the routing weights [tokens, top_k]; else null
   T* dx;             // [rows, in], each row's own (summing a token's copies is MoEPermute's backward), or null

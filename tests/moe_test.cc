@@ -13,11 +13,13 @@
 #include "autograd/functional.h"
 #include "autograd/gradcheck.h"
 #include "fuser/fusion_check.h"
+#include "fuser/registry.h"
 #include "fuser/sequential.h"
 #include "ops/basic/grouped_linear.h"
 #include "ops/basic/moe_mlp.h"
 #include "ops/basic/moe_permute.h"
 #include "ops/basic/router.h"
+#include "ops/fused/grouped_mlp.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
 #include "tests/expect_error.h"
@@ -149,10 +151,13 @@ struct ChosenRouting {
 };
 
 // The permute, the experts' MLP of `hidden` and the unpermute in `dtype`, routed as `r` says: each
-// fusion against the basic ops.
+// fusion against the basic ops, and each as a program registers it to keep the GLU's output.
 void expect_grouped_mlp_matches(const ChosenRouting& r, int64_t hidden, DType dtype) {
   const int64_t rows = int64_t(r.chosen.size()) / r.top_k, width = 5;
-  for (const char* fusion : {"GroupedMlp", "RoutedGroupedMlp"}) {
+  const FusionDefinition keeping = grouped_mlp_fusion(false), routed_keeping = routed_grouped_mlp_fusion(false);
+  const ScopedFusion registered(register_forward_backward_fusion(keeping.name, keeping.fn));
+  const ScopedFusion routed_registered(register_forward_backward_fusion(routed_keeping.name, routed_keeping.fn));
+  for (const FusionDefinition& fusion : {grouped_mlp_fusion(), routed_grouped_mlp_fusion(), keeping, routed_keeping}) {
     Generator gen(21);
     MoEMlpConfig config{width, hidden, r.experts, r.top_k};
     config.capacity_factor = r.capacity_factor;
@@ -161,8 +166,8 @@ void expect_grouped_mlp_matches(const ChosenRouting& r, int64_t hidden, DType dt
     const Tensor x = normal({rows, width}, 0, 1, dtype, &gen);
     const Tensor weights = uniform({rows, r.top_k}, 0, 1, dtype, &gen);
     const FusionCheckResult result =
-        check_fusion(fusion, seq, x, {from_vector<int64_t>(r.chosen, {rows, r.top_k}), weights});
-    EXPECT_TRUE(result.ok) << fusion << ", " << dtype_name(dtype) << ": " << result.problem << "\n" << result.lists;
+        check_fusion(fusion.name, seq, x, {from_vector<int64_t>(r.chosen, {rows, r.top_k}), weights});
+    EXPECT_TRUE(result.ok) << fusion.name << ", " << dtype_name(dtype) << ": " << result.problem << "\n" << result.lists;
   }
 }
 
@@ -194,8 +199,11 @@ INSTANTIATE_TEST_SUITE_P(
 // allocator's peak over a training step drops by more than a's size. RoutedGroupedMlp keeps
 // neither the permuted copy of x nor the experts' outputs ([copies, width] each), only the copies'
 // indices (int64 [copies]), and writes no grad of the outputs: it holds less between forward and
-// backward, and its peak is lower by at least one of those.
+// backward, and its peak is lower by at least one of those. Registered to keep the GLU's output, it
+// holds that too.
 TEST(MoEOps, GroupedMlpLowersThePeak) {
+  const FusionDefinition keeping = routed_grouped_mlp_fusion(false);
+  const ScopedFusion registered(register_forward_backward_fusion(keeping.name, keeping.fn));
   const int64_t tokens = 1024, width = 16, hidden = 64, experts = 8, top_k = 2;
   Generator gen(3);
   Sequential seq(moe_mlp({width, hidden, experts, top_k}, "moe", gen).ops);
@@ -219,6 +227,7 @@ TEST(MoEOps, GroupedMlpLowersThePeak) {
     return Bytes{};
   };
   const Bytes unfused = measure({}), fused = measure({"GroupedMlp"}), routed = measure({"RoutedGroupedMlp"});
+  const Bytes routed_keeping = measure({keeping.name});
   const size_t a_bytes = size_t(tokens * top_k * hidden) * sizeof(float);
   const size_t copies_bytes = size_t(tokens * top_k * width) * sizeof(float);  // x's copy, or the outputs
   const size_t indices_bytes = size_t(tokens * top_k) * sizeof(int64_t);
@@ -227,6 +236,8 @@ TEST(MoEOps, GroupedMlpLowersThePeak) {
       << "routed " << routed.held << " B, fused " << fused.held << " B";
   EXPECT_LE(routed.peak + copies_bytes, fused.peak + indices_bytes)
       << "routed " << routed.peak << " B, fused " << fused.peak << " B";
+  EXPECT_EQ(routed_keeping.held, routed.held + a_bytes)
+      << "keeping a " << routed_keeping.held << " B, recomputing " << routed.held << " B";
 }
 
 // With a capacity, each expert keeps its first copies in row order, the counts say how many, and

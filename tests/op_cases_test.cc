@@ -29,6 +29,7 @@
 #include "fuser/operation_fuser.h"
 #include "fuser/registry.h"
 #include "kernels/cuda/device_api.h"
+#include "ops/fused/grouped_mlp.h"
 #include "tensor/allocator.h"
 #include "tensor/factories.h"
 #include "tests/expect_error.h"
@@ -319,6 +320,23 @@ TEST_P(Fusions, MatchUnfusedOnCuda) {
 
 INSTANTIATE_TEST_SUITE_P(Registered, Fusions, ::testing::ValuesIn(registered_fusion_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// The fused experts' MLPs as a program may register them, keeping the GLU's output for backward
+// instead of recomputing it (ops/fused/grouped_mlp.h): the same checks, on every device.
+void expect_kept_activation_matches_unfused(const std::vector<Device>& devices) {
+  for (const FusionDefinition& fusion : {routed_grouped_mlp_fusion(false), grouped_mlp_fusion(false)}) {
+    const ScopedFusion registered(register_forward_backward_fusion(fusion.name, fusion.fn));
+    register_fusion_example(fusion.name, fusion.example);
+    for (const Device& device : devices) expect_fusion_matches_unfused(fusion.name, device);
+  }
+}
+
+TEST(FusionsKeepingTheActivation, MatchUnfusedOnCpu) { expect_kept_activation_matches_unfused({kCpu}); }
+
+TEST(FusionsKeepingTheActivation, MatchUnfusedOnCuda) {
+  if (const std::string why = why_no_cuda(); !why.empty()) GTEST_SKIP() << why;
+  expect_kept_activation_matches_unfused(cuda_devices());
+}
 
 // The concrete basic ops: classes that derive from BasicOp, directly or through other classes of
 // ops/basic/, and that no class there derives from (so ActivationOp is left out, ReLU is in).

@@ -5,6 +5,7 @@
 
 #include "autograd/functional.h"
 #include "examples/square_fusions.h"
+#include "fuser/registry.h"
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/attention.h"
@@ -14,6 +15,7 @@
 #include "ops/basic/moe_mlp.h"
 #include "ops/basic/rmsnorm.h"
 #include "ops/basic/rotary_embedding.h"
+#include "ops/fused/grouped_mlp.h"
 #include "tensor/factories.h"
 
 namespace fuselab::bench {
@@ -241,6 +243,9 @@ BenchModel lm_head() {
 // --router-skew Z (in tenths) skews the experts' load as a Zipf law of exponent Z / 10: x's first
 // feature is 1 on every row and expert e's router weight on it is -(Z / 10) ln(e + 1), so that
 // e's routing probability is scaled by (e + 1)^(-Z / 10) (0: the experts are alike).
+// It registers RoutedGroupedMlpKeepingActivation, the built-in fusion keeping the GLU's output
+// instead of recomputing it, after the built-ins: it takes the layer where
+// FUSELAB_DISABLE_FUSIONS=RoutedGroupedMlp,GroupedMlp.
 BenchModel moe_block() {
   BenchModel m{"moe_block", 256,
                {{"experts", "moe_block: experts", 8, {1, 1 << 12}},
@@ -268,6 +273,10 @@ BenchModel moe_block() {
       x.set_requires_grad(true);
     }
     return Batch{x, {}, mse_against_random_target(x.shape(), dtype, device, gen)};
+  };
+  m.register_fusions = [] {
+    const FusionDefinition keeping = routed_grouped_mlp_fusion(/*recompute_activation=*/false);
+    register_forward_backward_fusion(keeping.name, keeping.fn);
   };
   return m;
 }

@@ -85,7 +85,7 @@ void forward_expert(const GroupedMlpForward<T>& k, KernelContext& ctx, int64_t g
   const int64_t h = k.hidden, chunk = even_chunk_rows<T>(k.sizes[g], forward_row(k));
   for (int64_t r = first; r < first + k.sizes[g]; r += chunk) {
     const int64_t m = std::min(chunk, first + k.sizes[g] - r);
-    T* a = buffer;
+    T* a = k.act ? k.act + r * h : buffer;
     T* u = k.pre ? k.pre + r * 2 * h : buffer + m * h;
     const T* x = rows_of(k.x, k.copies, k.top_k, k.in, r, m, buffer + 3 * m * h);
     gemm(false, true, m, 2 * h, k.in, x, k.in, k.w1 + g * 2 * h * k.in, k.in, T(0), u, 2 * h);
@@ -94,8 +94,8 @@ void forward_expert(const GroupedMlpForward<T>& k, KernelContext& ctx, int64_t g
   }
 }
 
-// Routed, dy holds the tokens' grads g unweighted: g W2 gives the weights' grads against a before
-// the weights scale it into da, and the weights scale a before dW2 = g^T (w a).
+// Routed, dy is the chunk's gathered copy of the tokens' grads g: g W2 gives the weights' grads
+// against a before the weights scale it into da, and the weights scale g before dW2 = (w g)^T a.
 template <class T>
 void backward_expert(const GroupedMlpBackward<T>& k, KernelContext& ctx, int64_t g, int64_t first, T* buffer) {
   const int64_t h = k.hidden, chunk = even_chunk_rows<T>(k.sizes[g], backward_row(k));
@@ -110,17 +110,18 @@ void backward_expert(const GroupedMlpBackward<T>& k, KernelContext& ctx, int64_t
     const int64_t m = std::min(chunk, first + k.sizes[g] - r);
     const T beta = r == first ? T(0) : T(1);
     const T* u = k.pre + r * 2 * h;
-    T *a = buffer, *da = a + m * h, *du = da + m * h;
+    T *da = buffer + m * h, *du = da + m * h;
     T* gathered = du + 2 * m * h;  // routed: the chunk's rows of dout [m, out], then of x [m, in]
     const T* dy = rows_of(k.dy, k.copies, k.top_k, k.out, r, m, gathered);
-    if (dw2 || k.dweights) GatedLinearUnitForward<T>{k.gate, u, a, m, h}.cpu(ctx);
+    const T* a = k.act ? k.act + r * h : buffer;
+    if (!k.act && (dw2 || k.dweights)) GatedLinearUnitForward<T>{k.gate, u, buffer, m, h}.cpu(ctx);
     if (k.dx || dw1 || k.dweights) {
       gemm(false, false, m, h, k.out, dy, k.out, k.w2 + g * k.out * h, h, T(0), da, h);
       if (k.dweights) row_dots(da, a, m, h, k.dweights, k.copies, r);
       if (k.weights) scale_rows(da, m, h, k.weights, k.copies, r);
     }
     if (dw2) {
-      if (k.weights) scale_rows(a, m, h, k.weights, k.copies, r);
+      if (k.weights) scale_rows(gathered, m, k.out, k.weights, k.copies, r);  // dy, routed
       gemm(true, false, k.out, h, m, dy, k.out, a, h, beta, dw2, h);
     }
     if (!k.dx && !dw1) continue;

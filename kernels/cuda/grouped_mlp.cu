@@ -53,13 +53,12 @@ __global__ void row_dots_kernel(const T* p, const T* q, const int64_t* copies, T
   }
 }
 
-// The experts' rows of `from` [.., width]: its own, or routed the rows of the copies' tokens,
-// gathered into scratch.
+// The rows of the copies' tokens in `from` [tokens, width], gathered into scratch [rows, width].
 template <class T>
-const T* rows_of(const T* from, const int64_t* copies, int64_t top_k, int64_t rows, int64_t width,
+T* gather_copies(const T* from, const int64_t* copies, int64_t top_k, int64_t rows, int64_t width,
                  KernelContext& ctx) {
-  if (!copies || rows * width == 0) return from;
   T* gathered = ctx.scratch<T>(rows * width);
+  if (rows * width == 0) return gathered;
   use_device(ctx.device);
   gather_copies_kernel<T><<<blocks_for(rows * width), kThreads>>>(from, copies, top_k, gathered, rows * width, width);
   check_launch("gather_copies_kernel");
@@ -81,9 +80,9 @@ template <class T>
 void GroupedMlpForward<T>::cuda(KernelContext& ctx) const {
   using cuda::GemmProblem;
   const int64_t h = hidden, rows = cuda::total_rows(sizes, groups);
-  T* a = ctx.scratch<T>(rows * h);
+  T* a = act ? act : ctx.scratch<T>(rows * h);
   T* u = pre ? pre : ctx.scratch<T>(rows * 2 * h);
-  const T* x_rows = cuda::rows_of(x, copies, top_k, rows, in, ctx);
+  const T* x_rows = copies ? cuda::gather_copies(x, copies, top_k, rows, in, ctx) : x;
   const auto up = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
     return GemmProblem<T>{n, 2 * h, in, x_rows + first * in, w1 + g * 2 * h * in, u + first * 2 * h};
   });
@@ -95,19 +94,24 @@ void GroupedMlpForward<T>::cuda(KernelContext& ctx) const {
   cuda::grouped_gemm<T>(false, true, down, h, h, 0, out, ctx);
 }
 
-// A weight grad's problem of an expert without rows is an empty sum: its grad is 0. Routed, g W2
-// gives the weights' grads against a before the weights scale it into da, and the weights scale a
-// before dW2 = g^T (w a), as on the CPU.
+// A weight grad's problem of an expert without rows is an empty sum: its grad is 0. Routed, dy_rows
+// is the gathered copy of the tokens' grads g: g W2 gives the weights' grads against a before the
+// weights scale it into da, and the weights scale g before dW2 = (w g)^T a, as on the CPU.
 template <class T>
 void GroupedMlpBackward<T>::cuda(KernelContext& ctx) const {
   using cuda::GemmProblem;
   const int64_t h = hidden, rows = cuda::total_rows(sizes, groups);
   cuda::use_device(ctx.device);
-  T* a = ctx.scratch<T>(rows * h);
   T* da = ctx.scratch<T>(rows * h);
   T* du = ctx.scratch<T>(rows * 2 * h);
-  const T* dy_rows = cuda::rows_of(dy, copies, top_k, rows, out, ctx);
-  if (dw2 || dweights) GatedLinearUnitForward<T>{gate, pre, a, rows, h}.cuda(ctx);
+  T* gathered_dy = copies ? cuda::gather_copies(dy, copies, top_k, rows, out, ctx) : nullptr;
+  const T* dy_rows = copies ? gathered_dy : dy;
+  const T* a = act;
+  if (!act && (dw2 || dweights)) {
+    T* recomputed = ctx.scratch<T>(rows * h);
+    GatedLinearUnitForward<T>{gate, pre, recomputed, rows, h}.cuda(ctx);
+    a = recomputed;
+  }
   if (dx || dw1 || dweights) {
     const auto grad_a = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
       return GemmProblem<T>{n, h, out, dy_rows + first * out, w2 + g * out * h, da + first * h};
@@ -120,7 +124,7 @@ void GroupedMlpBackward<T>::cuda(KernelContext& ctx) const {
     if (weights) cuda::scale_rows(da, weights, copies, rows, h);
   }
   if (dw2) {
-    if (weights) cuda::scale_rows(a, weights, copies, rows, h);
+    if (weights) cuda::scale_rows(gathered_dy, weights, copies, rows, out);
     const auto grad_down = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
       return GemmProblem<T>{out, h, n, dy_rows + first * out, a + first * h, dw2 + g * out * h};
     });
@@ -135,7 +139,7 @@ void GroupedMlpBackward<T>::cuda(KernelContext& ctx) const {
     cuda::grouped_gemm<T>(false, false, grad_x, 2 * h, in, 0, in, ctx);
   }
   if (dw1) {
-    const T* x_rows = cuda::rows_of(x, copies, top_k, rows, in, ctx);
+    const T* x_rows = copies ? cuda::gather_copies(x, copies, top_k, rows, in, ctx) : x;
     const auto grad_up = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
       return GemmProblem<T>{2 * h, in, n, du + first * 2 * h, x_rows + first * in, dw1 + g * 2 * h * in};
     });

@@ -11,9 +11,10 @@
 
 namespace fuselab {
 
-GroupedMlp::GroupedMlp(const OpList& ops)
-    : FusedOp(ops.size() == 5 ? "RoutedGroupedMlp" : "GroupedMlp", ops, Pass::ForwardBackward),
-      up_(ops.size() == 5 ? 1 : 0) {}
+GroupedMlp::GroupedMlp(const OpList& ops, std::string type, bool recompute_activation)
+    : FusedOp(std::move(type), ops, Pass::ForwardBackward),
+      up_(ops.size() == 5 ? 1 : 0),
+      recompute_activation_(recompute_activation) {}
 
 int64_t GroupedMlp::top_k() const { return routed() ? op<MoEPermute>(0).top_k() : 1; }
 
@@ -40,6 +41,7 @@ FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, cons
   const Tensor rows = x.view({-1, up.in_features()});
   const int64_t kept = copies.defined() ? copies.numel() : rows.size(0), hidden = down.in_features();
   Tensor pre = keep ? empty({kept, 2 * hidden}, x.dtype(), x.device()) : Tensor();
+  Tensor act = keep && !recompute_activation_ ? empty({kept, hidden}, x.dtype(), x.device()) : Tensor();
   Tensor y = empty({kept, down.out_features()}, x.dtype(), x.device());
   launch_floating<WithBFloat16::No>(describe().c_str(), x, [&](auto zero) {
     using T = decltype(zero);
@@ -55,12 +57,13 @@ FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, cons
                                          up.weight().ptr<T>(),
                                          down.weight().ptr<T>(),
                                          ptr_or_null<T>(pre),
+                                         ptr_or_null<T>(act),
                                          y.ptr<T>()};
   });
   const Tensor weights = routed() ? extra_inputs[4].at(0) : Tensor();
   const Tensor out = routed() ? op<MoEUnpermute>(4).combine(y, weights, extra_outputs[0][1])
                               : y.view(with_last(x.shape(), down.out_features()));
-  if (keep) ctxs[up_]->save<GroupedMlpSaved>() = {rows, copies, weights, pre, up.weight(), down.weight(), sizes};
+  if (keep) ctxs[up_]->save<GroupedMlpSaved>() = {rows, copies, weights, pre, act, up.weight(), down.weight(), sizes};
   return {out, extra_outputs};
 }
 
@@ -90,6 +93,7 @@ FusedBackward GroupedMlp::fuser_backward(const std::vector<OpContext*>& ctxs, co
                                           s.up_weight.ptr<T>(),
                                           s.down_weight.ptr<T>(),
                                           s.pre.ptr<T>(),
+                                          ptr_or_null<T>(s.act),
                                           dy_rows.ptr<T>(),
                                           ptr_or_null<T>(s.weights),
                                           ptr_or_null<T>(d_rows),
@@ -195,21 +199,27 @@ FusionExample experts_example(int64_t rows, int64_t width, DType dtype, Generato
 }  // namespace
 
 // The example: a layer of experts, its permute to its unpermute (ops/basic/moe_mlp.h's moe_experts).
-FusionDefinition routed_grouped_mlp_fusion() {
+FusionDefinition routed_grouped_mlp_fusion(bool recompute_activation) {
+  const std::string name = recompute_activation ? "RoutedGroupedMlp" : "RoutedGroupedMlpKeepingActivation";
   FusionPattern pattern{{slot<MoEPermute>(), slot<GroupedLinear>(), slot<GatedLinearUnit>(), slot<GroupedLinear>(),
                          slot<MoEUnpermute>()},
                         {no_biases(1), one_set_of_sizes(1), halves_feed_the_second(1), not_bfloat16(), one_routing()},
-                        [](const OpList& ops) { return std::make_shared<GroupedMlp>(ops); }};
-  return {"RoutedGroupedMlp", Pass::ForwardBackward, fuse_pattern(std::move(pattern)), experts_example};
+                        [name, recompute_activation](const OpList& ops) {
+                          return std::make_shared<GroupedMlp>(ops, name, recompute_activation);
+                        }};
+  return {name, Pass::ForwardBackward, fuse_pattern(std::move(pattern)), experts_example};
 }
 
 // The example: the same layer of experts, which this fusion takes from its GroupedLinear to its
 // GroupedLinear.
-FusionDefinition grouped_mlp_fusion() {
+FusionDefinition grouped_mlp_fusion(bool recompute_activation) {
+  const std::string name = recompute_activation ? "GroupedMlp" : "GroupedMlpKeepingActivation";
   FusionPattern pattern{{slot<GroupedLinear>(), slot<GatedLinearUnit>(), slot<GroupedLinear>()},
                         {no_biases(0), one_set_of_sizes(0), halves_feed_the_second(0), not_bfloat16()},
-                        [](const OpList& ops) { return std::make_shared<GroupedMlp>(ops); }};
-  return {"GroupedMlp", Pass::ForwardBackward, fuse_pattern(std::move(pattern)), experts_example};
+                        [name, recompute_activation](const OpList& ops) {
+                          return std::make_shared<GroupedMlp>(ops, name, recompute_activation);
+                        }};
+  return {name, Pass::ForwardBackward, fuse_pattern(std::move(pattern)), experts_example};
 }
 
 }  // namespace fuselab

@@ -1,7 +1,8 @@
 // GroupedMlp: a mixture of experts' MLP, GroupedLinear (width -> 2 hidden), a gated linear unit
 // (SwiGLU or any of its family) and GroupedLinear (hidden -> width), as one joint forward-backward
-// op that keeps only the gate/up product u for backward (the unfused ops keep u and the GLU's
-// output for every expert). On the CPU each expert runs its whole chain before the next, so the
+// op that keeps only the gate/up product u for backward and recomputes the GLU's output from it
+// there, or optionally keeps that too (the unfused ops keep u and the GLU's output for every
+// expert). On the CPU each expert runs its whole chain before the next, so the
 // GLU's output and the backward's hidden grads live only in a buffer of one expert's rows; on CUDA
 // each step runs for all experts at once, as grouped GEMMs (kernels/grouped_mlp.h).
 //
@@ -15,6 +16,8 @@
 // from different experts, which run in parallel: summing them in the chain would race).
 #pragma once
 
+#include <string>
+
 #include "ops/fused_op.h"
 #include "ops/fusion.h"
 
@@ -25,18 +28,21 @@ struct GroupedMlpSaved {
   Tensor copies;   // routed: int64 [kept], the copy each expert row is (MoEOrder's); else undefined
   Tensor weights;  // routed: the routing weights [tokens, k]; else undefined
   Tensor pre;      // u [kept, 2 hidden]
+  Tensor act;      // a [kept, hidden], or undefined where backward recomputes it from u
   Tensor up_weight, down_weight;
   std::vector<int64_t> sizes;
   NamedTensors tensors() const {
-    return {{"input", input}, {"copies", copies},       {"weights", weights},
-            {"pre", pre},     {"up_weight", up_weight}, {"down_weight", down_weight}};
+    return {{"input", input}, {"copies", copies}, {"weights", weights},       {"pre", pre},
+            {"act", act},     {"up_weight", up_weight}, {"down_weight", down_weight}};
   }
 };
 
 class GroupedMlp : public FusedOp {
  public:
-  // ops: GroupedLinear, GatedLinearUnit, GroupedLinear; or MoEPermute, those three, MoEUnpermute
-  explicit GroupedMlp(const OpList& ops);
+  // ops: GroupedLinear, GatedLinearUnit, GroupedLinear; or MoEPermute, those three, MoEUnpermute.
+  // With recompute_activation false it keeps the GLU's output a for backward too, as the basic ops
+  // do, trading a [kept, hidden] for a GLU pass. `type` is its fusion's name.
+  GroupedMlp(const OpList& ops, std::string type, bool recompute_activation);
   FusedForward fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
                              const TensorLists& extra_inputs) override;
   FusedBackward fuser_backward(const std::vector<OpContext*>& ctxs, const Tensor& dy,
@@ -46,11 +52,14 @@ class GroupedMlp : public FusedOp {
   bool routed() const { return up_ == 1; }
   int64_t top_k() const;  // the copies of each token: MoEPermute's k, or 1
   size_t up_;  // the first GroupedLinear's place: 1 after a MoEPermute, else 0
+  bool recompute_activation_;
 };
 
 // The fusions that make it: their patterns, with the reason for each predicate, and their example
-// models.
-FusionDefinition routed_grouped_mlp_fusion();
-FusionDefinition grouped_mlp_fusion();
+// models. The built-in ones recompute the activation; with recompute_activation false they are
+// "RoutedGroupedMlpKeepingActivation" and "GroupedMlpKeepingActivation", for a program that would
+// rather keep it to register (docs/mixture_of_experts.md).
+FusionDefinition routed_grouped_mlp_fusion(bool recompute_activation = true);
+FusionDefinition grouped_mlp_fusion(bool recompute_activation = true);
 
 }  // namespace fuselab
