@@ -27,10 +27,12 @@ for fusion in ForwardLinearBiasActivation ForwardLinearBiasAdd BackwardActivatio
   grep -q "\"fusion\": \"$fusion\"" "$dir/per_fusion.json" || { echo "per-fusion report lacks $fusion"; exit 1; }
 done
 grep -q '"fused_saved_bytes"' "$dir/per_fusion.json"
-# A fusion whose name is shorter than a bar label's first line (GroupedMlp) plots too.
-run --model moe_block --tokens 16 --hidden 16 --expert-hidden 8 --iters 1 --per-fusion --json "$dir/moe.json" \
-  --plot "$dir/moe.svg"
-grep -q '"fusion": "GroupedMlp"' "$dir/moe.json" && grep -q "GroupedMlp" "$dir/moe.svg"
+# A fusion whose name is shorter than a bar label's first line (GroupedMlp, where RoutedGroupedMlp
+# is off) plots too.
+FUSELAB_DISABLE_FUSIONS=RoutedGroupedMlp run --model moe_block --tokens 16 --hidden 16 --expert-hidden 8 --iters 1 \
+  --per-fusion --json "$dir/moe.json" --plot "$dir/moe.svg"
+grep -q '"fusion": "GroupedMlp"' "$dir/moe.json"
+grep -q ">GroupedMlp<" "$dir/moe.svg"
 grep -q "<svg" "$dir/mlp.svg"
 run --model mlp_block --tokens 64 --hidden 32 --iters 2 --dtype bfloat16 --json "$dir/bf16.json"
 grep -q '"dtype": "bfloat16"' "$dir/bf16.json"
