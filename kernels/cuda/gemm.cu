@@ -283,9 +283,7 @@ void grouped_gemm(bool transpose_a, bool transpose_b, const std::vector<GemmProb
     return;
   }
   const GroupedGemmPlan<T> plan = plan_grouped_gemm(problems);
-  for (const GemmProblem<T>& p : plan.empty_sums) {
-    gemm<T>(transpose_a, transpose_b, p.m, p.n, 0, 1, p.a, lda, p.b, ldb, beta, p.c, ldc, ctx.device);
-  }
+  run_empty_sums(plan, transpose_a, transpose_b, lda, ldb, beta, ldc, ctx.device);
   if (plan.problems() == 0) return;
   const void** pointers = ctx.scratch<const void*>(int64_t(plan.pointers.size()));
   use_device(ctx.device);

@@ -59,4 +59,14 @@ GroupedGemmPlan<T> plan_grouped_gemm(const std::vector<GemmProblem<T>>& problems
   return plan;
 }
 
+// The plan's empty sums (k = 0), which cuBLAS's grouped call does not take, each as gemm() writes
+// it: beta C, or 0.
+template <class T>
+void run_empty_sums(const GroupedGemmPlan<T>& plan, bool transpose_a, bool transpose_b, int64_t lda, int64_t ldb,
+                    compute_t<T> beta, int64_t ldc, int device) {
+  for (const GemmProblem<T>& p : plan.empty_sums) {
+    gemm<T>(transpose_a, transpose_b, p.m, p.n, 0, 1, p.a, lda, p.b, ldb, beta, p.c, ldc, device);
+  }
+}
+
 }  // namespace fuselab::kernels::cuda

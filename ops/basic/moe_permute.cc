@@ -95,7 +95,7 @@ MoEUnpermute::MoEUnpermute(int64_t top_k) : BasicOp("MoEUnpermute"), top_k_(top_
   check(top_k_ >= 1, "MoEUnpermute: top_k ", top_k_, " must be at least 1");
 }
 
-Tensor MoEUnpermute::combine(const Tensor& y, const Tensor& weights, const Tensor& slots) const {
+void MoEUnpermute::check_weights(const Tensor& y, const Tensor& weights, const Tensor& slots) const {
   check_input(y, -1);
   check(weights.defined(), describe(), ": the routing weights, its first extra input, are missing");
   check(y.dim() == 2 && weights.dtype() == y.dtype() && weights.device() == y.device() && weights.dim() >= 1 &&
@@ -105,7 +105,9 @@ Tensor MoEUnpermute::combine(const Tensor& y, const Tensor& weights, const Tenso
         weights.dtype(), " on ", weights.device());
   check(!slots.defined() || slots.shape() == weights.shape(), describe(), ": the routing weights ", weights.shape(),
         " must be one per copy, as the slots ", slots.shape(), " are");
-  const int64_t rows = weights.numel() / top_k_, width = y.size(1);
+}
+
+void MoEUnpermute::check_slots(const Tensor& y, const Tensor& weights, const Tensor& slots) const {
   // The kept copies' slots (the others -1) are a permutation of y's rows, as MoEPermute gives.
   const std::vector<int64_t> slot_values =
       checked_ids(describe(), "slot", "slots", slots, weights.shape(), y.device(), -1, y.size(0));
@@ -119,6 +121,10 @@ Tensor MoEUnpermute::combine(const Tensor& y, const Tensor& weights, const Tenso
   }
   check(kept == y.size(0), describe(), ": the slots name ", kept, " of the ", y.size(0),
         " expert outputs; the slots must be MoEPermute's");
+}
+
+Tensor MoEUnpermute::weighted_sum(const Tensor& y, const Tensor& weights, const Tensor& slots) const {
+  const int64_t rows = weights.numel() / top_k_, width = y.size(1);
   const Tensor slot_ids = slots.view({rows * top_k_});
   Tensor out = empty({rows, width}, y.dtype(), y.device());
   launch_floating<WithBFloat16::No>(describe().c_str(), y, [&](auto zero) {
@@ -129,9 +135,17 @@ Tensor MoEUnpermute::combine(const Tensor& y, const Tensor& weights, const Tenso
   return out.view(with_last(weights.shape(), width));
 }
 
+Tensor MoEUnpermute::combine(const Tensor& y, const Tensor& weights, const Tensor& slots) const {
+  check_weights(y, weights, slots);
+  return weighted_sum(y, weights, slots);
+}
+
 OpForward MoEUnpermute::op_forward(OpContext& ctx, const Tensor& y, const std::vector<Tensor>& extra) {
-  const Tensor out = combine(y, extra.at(0), extra.at(1));
-  if (ctx.requires_backward()) ctx.save<MoEUnpermuteSaved>() = {y, extra.at(0), extra.at(1).view({-1})};
+  const Tensor &weights = extra.at(0), &slots = extra.at(1);
+  check_weights(y, weights, slots);
+  check_slots(y, weights, slots);
+  const Tensor out = weighted_sum(y, weights, slots);
+  if (ctx.requires_backward()) ctx.save<MoEUnpermuteSaved>() = {y, weights, slots.view({-1})};
   return {out, {}};
 }
 

@@ -80,10 +80,18 @@ class MoEUnpermute : public BasicOp {
   OpForward op_forward(OpContext& ctx, const Tensor& y, const std::vector<Tensor>& extra) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dout, const std::vector<Tensor>&) override;
   int64_t top_k() const { return top_k_; }
-  // The forward's output, checked, without saving anything.
+  // The forward's output without saving anything, for slots known to be MoEPermute's (a fused op
+  // that made them passes them unread; op_forward checks a caller's first). The weights are checked.
   Tensor combine(const Tensor& y, const Tensor& weights, const Tensor& slots) const;
 
  private:
+  // The weights' dtype, device and shape against y and the slots (metadata only).
+  void check_weights(const Tensor& y, const Tensor& weights, const Tensor& slots) const;
+  // The slots' values, read on the host: int64 of the weights' shape, the kept ones (not -1) each
+  // naming a different row of y, all of them.
+  void check_slots(const Tensor& y, const Tensor& weights, const Tensor& slots) const;
+  // out[r] = sum_j w[r, j] y[slot[r, j]], the kernel alone.
+  Tensor weighted_sum(const Tensor& y, const Tensor& weights, const Tensor& slots) const;
   int64_t top_k_;
 };
 

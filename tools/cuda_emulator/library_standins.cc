@@ -43,9 +43,7 @@ void grouped_gemm(bool transpose_a, bool transpose_b, const std::vector<GemmProb
                   int64_t ldb, compute_t<T> beta, int64_t ldc, KernelContext& ctx) {
   using C = compute_t<T>;
   const GroupedGemmPlan<T> plan = plan_grouped_gemm(problems);
-  for (const GemmProblem<T>& p : plan.empty_sums) {
-    gemm<T>(transpose_a, transpose_b, p.m, p.n, 0, 1, p.a, lda, p.b, ldb, beta, p.c, ldc, ctx.device);
-  }
+  run_empty_sums(plan, transpose_a, transpose_b, lda, ldb, beta, ldc, ctx.device);
   // cuBLAS's operands, as gemm.cu passes them: the first is the problems' B, the second their A.
   const bool op_first = transpose_b, op_second = transpose_a;
   const int64_t ld_first = ldb, ld_second = lda, total = plan.problems();
