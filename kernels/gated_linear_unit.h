@@ -48,8 +48,8 @@ struct LinearGatedLinearUnitForward {
 };
 
 #define FUSELAB_GATED_LINEAR_UNIT_KERNELS(X)       \
-  X(GatedLinearUnitForward, FUSELAB_FLOAT_DOUBLE)  \
-  X(GatedLinearUnitBackward, FUSELAB_FLOAT_DOUBLE) \
-  X(LinearGatedLinearUnitForward, FUSELAB_FLOAT_DOUBLE)
+  X(GatedLinearUnitForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)  \
+  X(GatedLinearUnitBackward, FUSELAB_FLOAT_DOUBLE_BFLOAT16) \
+  X(LinearGatedLinearUnitForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)
 
 }  // namespace fuselab::kernels

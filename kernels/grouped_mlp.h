@@ -77,7 +77,7 @@ struct GroupedMlpBackward {
 };
 
 #define FUSELAB_GROUPED_MLP_KERNELS(X)       \
-  X(GroupedMlpForward, FUSELAB_FLOAT_DOUBLE) \
-  X(GroupedMlpBackward, FUSELAB_FLOAT_DOUBLE)
+  X(GroupedMlpForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16) \
+  X(GroupedMlpBackward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)
 
 }  // namespace fuselab::kernels

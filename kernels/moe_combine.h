@@ -43,7 +43,7 @@ struct MoECombineBackward {
 };
 
 #define FUSELAB_MOE_COMBINE_KERNELS(X)        \
-  X(MoECombineForward, FUSELAB_FLOAT_DOUBLE)  \
-  X(MoECombineBackward, FUSELAB_FLOAT_DOUBLE)
+  X(MoECombineForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)  \
+  X(MoECombineBackward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)
 
 }  // namespace fuselab::kernels

@@ -195,7 +195,7 @@ Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {
   out_shape.push_back(dim);
   Tensor out = empty(out_shape, table.dtype(), table.device());
   kernels::IndexFault* fault = index_fault_record(table.device(), op);
-  launch_floating(op, table, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>(op, table, [&](auto zero) {
     using T = decltype(zero);
     return kernels::EmbeddingForward<T>{table.ptr<T>(), ids.ptr<int64_t>(), out.ptr<T>(), ids.numel(), vocab, dim,
                                         fault};
@@ -206,7 +206,7 @@ Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {
 Tensor embedding_backward(const Tensor& dout, const Tensor& ids, const Shape& table_shape) {
   Tensor dtable = empty(table_shape, dout.dtype(), dout.device());
   const int64_t vocab = table_shape[0], dim = table_shape[1];
-  launch_floating("embedding backward", dout, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>("embedding backward", dout, [&](auto zero) {
     using T = decltype(zero);
     return kernels::EmbeddingBackward<T>{dout.ptr<T>(), ids.ptr<int64_t>(), dtable.ptr<T>(), ids.numel(), vocab, dim};
   });

@@ -1,5 +1,5 @@
 // bfloat16: the rounding itself, casts and their grads, models of the ops and fused ops that take
-// it against the same model in float32 (each op alone is in the op-case table, op_cases.cc),
+// it (an MLP block, a residual branch, a SwiGLU MLP, a mixture of experts) against the same model in float32 (each op alone is in the op-case table, op_cases.cc),
 // float32 master weights in the optimizers, checkpoints, and the clear error every other op gives.
 #include <gtest/gtest.h>
 
@@ -13,9 +13,11 @@
 #include "ops/basic/activation.h"
 #include "ops/basic/add_extra_input.h"
 #include "ops/basic/bias.h"
+#include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
+#include "ops/basic/moe_mlp.h"
 #include "ops/basic/rmsnorm.h"
 #include "optim/adamw.h"
 #include "optim/sgd.h"
@@ -125,10 +127,40 @@ Ops branch_block(int64_t hidden) {
              std::make_shared<AddExtraInput>()};
 }
 
-// The model in bfloat16 against the same weights and inputs (rounded to bfloat16 once) in float32:
-// outputs and every grad within 3% of the largest element of each tensor.
+// Every output and grad of a bfloat16 run within 3% of the largest element of the same tensor of
+// the float32 run.
+void expect_close_to_float32(const testing::RunResult& got, const testing::RunResult& want) {
+  auto check_all = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b, const char* what) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < a.size(); ++k) {
+      ASSERT_EQ(a[k].defined(), b[k].defined()) << what << " " << k;
+      if (!a[k].defined()) continue;
+      EXPECT_EQ(a[k].dtype(), DType::BFloat16) << what << " " << k;
+      const auto av = a[k].to(DType::Float32).to_vector<float>(), bv = b[k].to_vector<float>();
+      float scale = 0;
+      for (float v : bv) scale = std::max(scale, std::abs(v));
+      for (size_t i = 0; i < av.size(); ++i) {
+        ASSERT_NEAR(av[i], bv[i], 0.03f * scale) << what << " " << k << " element " << i;
+      }
+    }
+  };
+  check_all(got.outputs, want.outputs, "output");
+  check_all(got.input_grads, want.input_grads, "input grad");
+  check_all(got.param_grads, want.param_grads, "param grad");
+}
+
+// A SwiGLU MLP, as a llama block's, with a residual added: ForwardLinearGatedLinearUnit, then
+// ForwardLinearBiasAdd without a bias.
+Ops glu_block(int64_t hidden) {
+  Generator gen(9);
+  return Ops{std::make_shared<Linear>(hidden, 4 * hidden, &gen), std::make_shared<SwiGLU>(),
+             std::make_shared<Linear>(2 * hidden, hidden, &gen), std::make_shared<AddExtraInput>()};
+}
+
+// The model in bfloat16 against the same weights and inputs (rounded to bfloat16 once) in float32.
 TEST(BFloat16, OpsAndFusionsMatchFloat32) {
-  for (const auto& [name, build] : {std::pair{"mlp", mlp_block}, std::pair{"branch", branch_block}}) {
+  for (const auto& [name, build] :
+       {std::pair{"mlp", mlp_block}, std::pair{"branch", branch_block}, std::pair{"glu", glu_block}}) {
     for (bool fused : {true, false}) {
       for (const auto& [rows, hidden] : std::vector<std::pair<int64_t, int64_t>>{{5, 8}, {300, 17}}) {
         SCOPED_TRACE(std::string(name) + (fused ? " fused" : " unfused") + " rows " + std::to_string(rows));
@@ -141,28 +173,30 @@ TEST(BFloat16, OpsAndFusionsMatchFloat32) {
         }
         const Tensor x = testing::random_tensor({rows, hidden}, DType::BFloat16, 9);
         const Tensor residual = testing::random_tensor({rows, hidden}, DType::BFloat16, 10);
-
-        const testing::RunResult got = testing::run_with_backward(model, x, {residual});
-        const testing::RunResult want =
-            testing::run_with_backward(reference, x.to(DType::Float32), {residual.to(DType::Float32)});
-        auto check_all = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b, const char* what) {
-          ASSERT_EQ(a.size(), b.size());
-          for (size_t k = 0; k < a.size(); ++k) {
-            ASSERT_EQ(a[k].defined(), b[k].defined()) << what << " " << k;
-            if (!a[k].defined()) continue;
-            EXPECT_EQ(a[k].dtype(), DType::BFloat16) << what << " " << k;
-            const auto av = a[k].to(DType::Float32).to_vector<float>(), bv = b[k].to_vector<float>();
-            float scale = 0;
-            for (float v : bv) scale = std::max(scale, std::abs(v));
-            for (size_t i = 0; i < av.size(); ++i) {
-              ASSERT_NEAR(av[i], bv[i], 0.03f * scale) << what << " " << k << " element " << i;
-            }
-          }
-        };
-        check_all(got.outputs, want.outputs, "output");
-        check_all(got.input_grads, want.input_grads, "input grad");
-        check_all(got.param_grads, want.param_grads, "param grad");
+        expect_close_to_float32(
+            testing::run_with_backward(model, x, {residual}),
+            testing::run_with_backward(reference, x.to(DType::Float32), {residual.to(DType::Float32)}));
       }
+    }
+  }
+}
+
+// A mixture of experts' MLP (Router to MoEUnpermute) with the experts fused (RoutedGroupedMlp) and
+// not: the router picks from float32 logits in both runs, so the two route alike.
+TEST(BFloat16, MixtureOfExpertsMatchesFloat32) {
+  for (bool fused : {true, false}) {
+    for (const auto& [rows, experts] : std::vector<std::pair<int64_t, int64_t>>{{7, 3}, {300, 8}}) {
+      SCOPED_TRACE(std::string(fused ? "fused" : "unfused") + " rows " + std::to_string(rows));
+      const MoEMlpConfig config{16, 12, experts, 2};
+      Generator gen(11), same(11);
+      Sequential model(moe_mlp(config, "moe", gen).ops);
+      model.to(DType::BFloat16).set_fusion_switches(fused);
+      Sequential reference(moe_mlp(config, "moe", same).ops);
+      reference.to(DType::BFloat16).to(DType::Float32).set_fusion_switches(fused);
+      EXPECT_EQ(model.describe().find("RoutedGroupedMlp") != std::string::npos, fused) << model.describe();
+      const Tensor x = testing::random_tensor({rows, 16}, DType::BFloat16, 12);
+      expect_close_to_float32(testing::run_with_backward(model, x, {}),
+                              testing::run_with_backward(reference, x.to(DType::Float32), {}));
     }
   }
 }

@@ -25,6 +25,7 @@
 #include "ops/basic/layernorm.h"
 #include "ops/basic/linear.h"
 #include "ops/basic/make_extra_output.h"
+#include "ops/basic/moe_mlp.h"
 #include "ops/basic/rmsnorm.h"
 #include "optim/adamw.h"
 #include "optim/clip.h"
@@ -522,6 +523,38 @@ TEST_F(Cuda, BFloat16MatchesCpu) {
                      std::string(fused ? "fused" : "unfused") + " width " + std::to_string(width) + ", tensor " +
                          std::to_string(i));
       }
+    }
+  }
+}
+
+// A mixture of experts' MLP in bfloat16 (Router to MoEUnpermute; the experts fused as
+// RoutedGroupedMlp, and not) against the CPU: the output, the input's and every parameter's grad.
+TEST_F(Cuda, BFloat16MixtureOfExpertsMatchesCpu) {
+  for (bool fused : {true, false}) {
+    auto make = [fused] {
+      Generator gen(6);
+      Sequential model(moe_mlp({16, 12, 4, 2}, "moe", gen).ops);
+      model.to(DType::BFloat16).set_fusion_switches(fused);
+      return model;
+    };
+    Sequential cpu_model = make(), gpu_model = make();
+    gpu_model.to(kGpu);
+    EXPECT_EQ(gpu_model.describe().find("RoutedGroupedMlp") != std::string::npos, fused) << gpu_model.describe();
+    const Tensor x = random({50, 16}, DType::Float32, 7).to(DType::BFloat16);
+    auto run = [&](Sequential& model, Device device) {
+      Tensor input = x.to(device).detach().set_requires_grad();
+      const Tensor y = cast(model(input, {}).output, DType::Float32);
+      Generator gen(8);
+      backward(sum(mul(y, randn(y.shape(), y.dtype(), &gen).to(device))));
+      std::vector<Tensor> results{y, input.grad()};
+      for (const Tensor& p : model.parameters()) results.push_back(p.grad());
+      return results;
+    };
+    const std::vector<Tensor> cpu = run(cpu_model, Device::cpu()), gpu = run(gpu_model, kGpu);
+    ASSERT_EQ(cpu.size(), gpu.size());
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      expect_close(gpu[i], cpu[i], 6e-2,
+                   std::string(fused ? "fused" : "unfused") + ", tensor " + std::to_string(i));
     }
   }
 }

@@ -213,8 +213,8 @@ void loss_and_lookup_cases(const Add& add) {
     add(op("mse").input(s).input(s).bfloat16().runs(binary(mse)));
   }
   // More ids than rows, so some repeat and their grads add up.
-  add(op("embedding").input({5, 3}).ids({2, 3}, 5).runs(binary(embedding)));
-  add(op("embedding").input({50, 9}).ids({5, 7}, 50).runs(binary(embedding)));
+  add(op("embedding").input({5, 3}).ids({2, 3}, 5).bfloat16().runs(binary(embedding)));
+  add(op("embedding").input({50, 9}).ids({5, 7}, 50).bfloat16().runs(binary(embedding)));
 }
 
 // Basic ops: the input, then the extra inputs, then the parameters.
@@ -234,19 +234,19 @@ void basic_op_cases(const Add& add) {
   add(op("GroupedLinear").input({5, 4}).input({3, 3, 4}).input({3, 3}).named("bias").bfloat16().runs(grouped_linear({2, 0, 3})));
   add(op("GroupedLinear").input({300, 33}).input({4, 17, 33}).input({4, 17}).named("bias").bfloat16().runs(
       grouped_linear({100, 0, 150, 50})));
-  add(op("Router").input({5, 4}).input({4, 4}).runs(router(4, 2, RouterScore::Softmax)));
-  add(op("Router").input({2, 3, 4}).input({3, 4}).named("all_experts").runs(router(3, 3, RouterScore::Softmax)));
-  add(op("Router").input({5, 4}).input({4, 4}).named("sigmoid").runs(router(4, 1, RouterScore::Sigmoid)));
-  add(op("Router").input({300, 16}).input({8, 16}).runs(router(8, 2, RouterScore::Softmax)));
-  add(op("Router").input({6, 4}).input({4, 4}).named("losses").runs(router(4, 2, RouterScore::Softmax, true)));
-  add(op("Router").input({6, 4}).input({3, 4}).named("sigmoid_losses").runs(router(3, 1, RouterScore::Sigmoid, true)));
-  add(op("MoEPermute").input({5, 4}).ids({5, 2}, 3).runs(moe_permute(3, 2)));
-  add(op("MoEPermute").input({300, 16}).ids({300, 2}, 8).runs(moe_permute(8, 2)));
-  add(op("MoEUnpermute").input({6, 4}).input({3, 2}).runs(moe_unpermute({4, 0, 5, 1, 2, 3}, 2)));
-  add(op("MoEUnpermute").input({3, 4}).input({3, 1}).named("top_1").runs(moe_unpermute({2, 0, 1}, 1)));
+  add(op("Router").input({5, 4}).input({4, 4}).bfloat16().runs(router(4, 2, RouterScore::Softmax)));
+  add(op("Router").input({2, 3, 4}).input({3, 4}).named("all_experts").bfloat16().runs(router(3, 3, RouterScore::Softmax)));
+  add(op("Router").input({5, 4}).input({4, 4}).named("sigmoid").bfloat16().runs(router(4, 1, RouterScore::Sigmoid)));
+  add(op("Router").input({300, 16}).input({8, 16}).bfloat16().runs(router(8, 2, RouterScore::Softmax)));
+  add(op("Router").input({6, 4}).input({4, 4}).named("losses").bfloat16().runs(router(4, 2, RouterScore::Softmax, true)));
+  add(op("Router").input({6, 4}).input({3, 4}).named("sigmoid_losses").bfloat16().runs(router(3, 1, RouterScore::Sigmoid, true)));
+  add(op("MoEPermute").input({5, 4}).ids({5, 2}, 3).bfloat16().runs(moe_permute(3, 2)));
+  add(op("MoEPermute").input({300, 16}).ids({300, 2}, 8).bfloat16().runs(moe_permute(8, 2)));
+  add(op("MoEUnpermute").input({6, 4}).input({3, 2}).bfloat16().runs(moe_unpermute({4, 0, 5, 1, 2, 3}, 2)));
+  add(op("MoEUnpermute").input({3, 4}).input({3, 1}).named("top_1").bfloat16().runs(moe_unpermute({2, 0, 1}, 1)));
   // A capacity of ceil(0.5 * 300 * 2 / 8) = 38 copies an expert: most experts drop some.
-  add(op("MoEPermute").input({300, 16}).ids({300, 2}, 8).named("capacity").runs(moe_permute(8, 2, 0.5)));
-  add(op("MoEUnpermute").input({3, 4}).input({2, 2}).named("dropped").runs(moe_unpermute({2, -1, 0, 1}, 2)));
+  add(op("MoEPermute").input({300, 16}).ids({300, 2}, 8).named("capacity").bfloat16().runs(moe_permute(8, 2, 0.5)));
+  add(op("MoEUnpermute").input({3, 4}).input({2, 2}).named("dropped").bfloat16().runs(moe_unpermute({2, -1, 0, 1}, 2)));
   add(op("Bias").input({4, 3}).input({3}).bfloat16().runs(basic<Bias>(3)));
   for (const Shape& s : {Shape{1, 1}, Shape{3, 257}, Shape{300, 1000}, Shape{70000, 3}}) {
     add(op("Bias").input(s).input({s[1]}).bfloat16().float32_within(float32_tolerance(s)).runs(basic<Bias>(s[1])));
@@ -260,18 +260,18 @@ void basic_op_cases(const Add& add) {
     add(op("SReLU").input(s, -3, 3).bfloat16().runs(basic<SReLU>()));
   }
   for (const Shape& s : {Shape{3, 6}, Shape{1, 2}, Shape{37, 130}, Shape{3000, 64}}) {
-    add(op("SwiGLU").input(s).runs(basic<SwiGLU>()));
-    add(op("GLU").input(s).runs(basic<GLU>()));
-    add(op("ReGLU").input(s).runs(basic<ReGLU>()));
-    add(op("GEGLU").input(s).runs(basic<GEGLU>()));
-    add(op("QGEGLU").input(s).runs(basic<QGEGLU>()));
-    add(op("SReGLU").input(s).runs(basic<SReGLU>()));
-    add(op("ScaledSwiGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledSwiGLU>()));
-    add(op("ScaledGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledGLU>()));
-    add(op("ScaledReGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledReGLU>()));
-    add(op("ScaledGEGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledGEGLU>()));
-    add(op("ScaledQGEGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledQGEGLU>()));
-    add(op("ScaledSReGLU").input(s).input({s[0]}, 0, 1).runs(basic<ScaledSReGLU>()));
+    add(op("SwiGLU").input(s).bfloat16().runs(basic<SwiGLU>()));
+    add(op("GLU").input(s).bfloat16().runs(basic<GLU>()));
+    add(op("ReGLU").input(s).bfloat16().runs(basic<ReGLU>()));
+    add(op("GEGLU").input(s).bfloat16().runs(basic<GEGLU>()));
+    add(op("QGEGLU").input(s).bfloat16().runs(basic<QGEGLU>()));
+    add(op("SReGLU").input(s).bfloat16().runs(basic<SReGLU>()));
+    add(op("ScaledSwiGLU").input(s).input({s[0]}, 0, 1).bfloat16().runs(basic<ScaledSwiGLU>()));
+    add(op("ScaledGLU").input(s).input({s[0]}, 0, 1).bfloat16().runs(basic<ScaledGLU>()));
+    add(op("ScaledReGLU").input(s).input({s[0]}, 0, 1).bfloat16().runs(basic<ScaledReGLU>()));
+    add(op("ScaledGEGLU").input(s).input({s[0]}, 0, 1).bfloat16().runs(basic<ScaledGEGLU>()));
+    add(op("ScaledQGEGLU").input(s).input({s[0]}, 0, 1).bfloat16().runs(basic<ScaledQGEGLU>()));
+    add(op("ScaledSReGLU").input(s).input({s[0]}, 0, 1).bfloat16().runs(basic<ScaledSReGLU>()));
     add(op("Dropout").input(s).runs(basic<Dropout>(0.3, uint64_t(11))));  // a fresh op: the same mask each call
   }
   for (const Shape& s : Shapes{{3, 5}, kRowShapes[0], kRowShapes[1], kRowShapes[2], kRowShapes[3]}) {
@@ -306,8 +306,8 @@ void basic_op_cases(const Add& add) {
   }
   add(op("Reshape").input({2, 6}).named("to_4x3").bfloat16().runs(basic<Reshape>(Shape{4, 3})));
   add(op("Reshape").input({2, 6}).named("to_3_by_any").bfloat16().runs(basic<Reshape>(Shape{3, -1})));
-  add(op("Embedding").ids({6}, 4).input({4, 3}).runs(basic<Embedding>(4, 3)));
-  add(op("Embedding").ids({300, 8}, 27).input({27, 300}).runs(basic<Embedding>(27, 300)));
+  add(op("Embedding").ids({6}, 4).input({4, 3}).bfloat16().runs(basic<Embedding>(4, 3)));
+  add(op("Embedding").ids({300, 8}, 27).input({27, 300}).bfloat16().runs(basic<Embedding>(27, 300)));
   // x [batch, T, width] and the table [context, width]: T below the context (the rows past T get
   // no grad), T equal to it, and more than 256 rows for the column sums.
   add(op("PositionEmbedding").input({2, 3, 4}).input({5, 4}).named("short").bfloat16().runs(basic<PositionEmbedding>(5, 4)));
@@ -374,13 +374,13 @@ void empty_cases(const Add& add) {
   add(op("RMSNorm").input({0, 5}).input({5}).bfloat16().runs(basic<RMSNorm>(5)));
   add(op("L2Normalization").input({0, 5}).bfloat16().runs(basic<L2Normalization>()));
   add(op("LayerNorm").input({0, 5}).input({5}).input({5}).bfloat16().runs(basic<LayerNorm>(5)));
-  add(op("SwiGLU").input({0, 6}).runs(basic<SwiGLU>()));
-  add(op("ScaledSwiGLU").input({0, 6}).input({0}).runs(basic<ScaledSwiGLU>()));
-  add(op("ScaledGEGLU").input({2, 3, 6}).input({2, 3}, -1, 1).runs(basic<ScaledGEGLU>()));
+  add(op("SwiGLU").input({0, 6}).bfloat16().runs(basic<SwiGLU>()));
+  add(op("ScaledSwiGLU").input({0, 6}).input({0}).bfloat16().runs(basic<ScaledSwiGLU>()));
+  add(op("ScaledGEGLU").input({2, 3, 6}).input({2, 3}, -1, 1).bfloat16().runs(basic<ScaledGEGLU>()));
   add(op("Dropout").input({0, 6}).runs(basic<Dropout>(0.3, uint64_t(11))));
-  add(op("Embedding").ids({0}, 4).input({4, 3}).runs(basic<Embedding>(4, 3)));
+  add(op("Embedding").ids({0}, 4).input({4, 3}).bfloat16().runs(basic<Embedding>(4, 3)));
   add(op("PositionEmbedding").input({0, 3, 4}).input({5, 4}).bfloat16().runs(basic<PositionEmbedding>(5, 4)));
-  add(op("embedding").input({5, 3}).ids({0}, 5).runs(binary(embedding)));
+  add(op("embedding").input({5, 3}).ids({0}, 5).bfloat16().runs(binary(embedding)));
   add(op("ChannelBias").input({0, 3, 4}).input({3}).runs(basic<ChannelBias>(3)));
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/activation_spans.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/groups.h"
 #include "kernels/gated_linear_unit.h"
@@ -50,24 +51,27 @@ const T* rows_of(const T* from, const int64_t* copies, int64_t top_k, int64_t wi
   return gathered;
 }
 
-// rows[i] *= weights[copies[first + i]], for the m rows of `width`.
+// rows[i] *= weights[copies[first + i]], for the m rows of `width`, in compute_t<T>.
 template <class T>
 void scale_rows(T* rows, int64_t m, int64_t width, const T* weights, const int64_t* copies, int64_t first) {
+  using C = compute_t<T>;
   for (int64_t i = 0; i < m; ++i) {
-    const T w = weights[copies[first + i]];
+    const C w = C(weights[copies[first + i]]);
+    T* __restrict row = rows + i * width;
 #pragma omp simd
-    for (int64_t c = 0; c < width; ++c) rows[i * width + c] *= w;
+    for (int64_t c = 0; c < width; ++c) cpu::store(row[c], C(row[c]) * w);
   }
 }
 
-// dweights[copies[first + i]] = <p[i], q[i]>, for the m rows of `width`.
+// dweights[copies[first + i]] = <p[i], q[i]>, for the m rows of `width`, summed in compute_t<T>.
 template <class T>
 void row_dots(const T* p, const T* q, int64_t m, int64_t width, T* dweights, const int64_t* copies, int64_t first) {
+  using C = compute_t<T>;
   for (int64_t i = 0; i < m; ++i) {
-    T dot = 0;
+    C dot = 0;
 #pragma omp simd reduction(+ : dot)
-    for (int64_t c = 0; c < width; ++c) dot += p[i * width + c] * q[i * width + c];
-    dweights[copies[first + i]] = dot;
+    for (int64_t c = 0; c < width; ++c) dot += C(p[i * width + c]) * C(q[i * width + c]);
+    dweights[copies[first + i]] = T(dot);
   }
 }
 

@@ -1,25 +1,36 @@
-// The CPU bodies of kernels/moe_combine.h.
+// The CPU bodies of kernels/moe_combine.h: sums in compute_t<T> (float32 for bfloat16), rounded
+// once on store.
 #include "kernels/moe_combine.h"
 
 #include <algorithm>
 
+#include "kernels/cpu/activation_spans.h"
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels {
-using namespace cpu;  // threading.h
+using namespace cpu;  // threading.h, activation_spans.h's store()
+
+// Columns summed at a time: a block of sums that stays in L1.
+constexpr int64_t kColumns = 256;
 
 template <class T>
 void MoECombineForward<T>::cpu(KernelContext&) const {
+  using C = compute_t<T>;
 #pragma omp parallel for if (rows * k * dim > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
-    T* __restrict o = out + r * dim;
-    std::fill_n(o, dim, T(0));
-    for (int64_t j = 0; j < k; ++j) {
-      if (slots[r * k + j] < 0) continue;
-      const T w = weights ? weights[r * k + j] : T(1);
-      const T* __restrict from = y + slots[r * k + j] * dim;
+    for (int64_t first = 0; first < dim; first += kColumns) {
+      const int64_t width = std::min(kColumns, dim - first);
+      C sum[kColumns] = {};
+      for (int64_t j = 0; j < k; ++j) {
+        if (slots[r * k + j] < 0) continue;
+        const C w = weights ? C(weights[r * k + j]) : C(1);
+        const T* __restrict from = y + slots[r * k + j] * dim + first;
 #pragma omp simd
-      for (int64_t c = 0; c < dim; ++c) o[c] += w * from[c];
+        for (int64_t c = 0; c < width; ++c) sum[c] += w * C(from[c]);
+      }
+      T* __restrict o = out + r * dim + first;
+#pragma omp simd
+      for (int64_t c = 0; c < width; ++c) store(o[c], sum[c]);
     }
   }
 }
@@ -34,16 +45,16 @@ void MoECombineBackward<T>::cpu(KernelContext&) const {
         dweights[r * k + j] = T(0);
         continue;
       }
-      const T w = weights[r * k + j];
+      const compute_t<T> w = compute_t<T>(weights[r * k + j]);
       const T* __restrict from = y + slots[r * k + j] * dim;
       T* __restrict to = dy + slots[r * k + j] * dim;
-      T dot = 0;
+      compute_t<T> dot = 0;
 #pragma omp simd reduction(+ : dot)
       for (int64_t c = 0; c < dim; ++c) {
-        to[c] = w * d[c];
-        dot += d[c] * from[c];
+        store(to[c], w * compute_t<T>(d[c]));
+        dot += compute_t<T>(d[c]) * compute_t<T>(from[c]);
       }
-      dweights[r * k + j] = dot;
+      dweights[r * k + j] = T(dot);
     }
   }
 }

@@ -18,16 +18,16 @@ __global__ void embedding_forward_kernel(const T* table, const int64_t* ids, T* 
   }
 }
 
-// Block v sums the rows of dout whose id is v, in the order of the ids.
+// Block v sums the rows of dout whose id is v, in the order of the ids, in compute_t<T>.
 template <class T>
 __global__ void embedding_backward_kernel(const T* dout, const int64_t* ids, T* dtable, int64_t count, int64_t dim) {
   const int64_t v = blockIdx.x;
   for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) {
-    T sum = T(0);
+    compute_t<T> sum = 0;
     for (int64_t i = 0; i < count; ++i) {
-      if (ids[i] == v) sum += dout[i * dim + c];
+      if (ids[i] == v) sum += compute_t<T>(dout[i * dim + c]);
     }
-    dtable[v * dim + c] = sum;
+    dtable[v * dim + c] = T(sum);
   }
 }
 

@@ -1,4 +1,5 @@
-// The CUDA bodies of kernels/gated_linear_unit.h: one thread per output element.
+// The CUDA bodies of kernels/gated_linear_unit.h: one thread per output element, widened to
+// compute_t<T> (float32 for bfloat16) and rounded once on store.
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/gated_linear_unit.h"
@@ -12,16 +13,21 @@ namespace {
 template <class Gate, class T>
 __global__ void glu_forward_kernel(const T* x, T* y, int64_t count, int64_t n) {
   FUSELAB_GRID_STRIDE_LOOP(i, count) {
+    using C = compute_t<T>;
     const T* a = x + (i / n) * 2 * n + i % n;
-    y[i] = glu_forward_value<Gate>(a[0], a[n]);
+    y[i] = T(glu_forward_value<Gate>(C(a[0]), C(a[n])));
   }
 }
 
 template <class Gate, class T>
 __global__ void glu_backward_kernel(const T* x, const T* dy, T* dx, int64_t count, int64_t n) {
   FUSELAB_GRID_STRIDE_LOOP(i, count) {
+    using C = compute_t<T>;
     const int64_t at = (i / n) * 2 * n + i % n;
-    glu_grads<Gate>(x[at], x[at + n], dy[i], &dx[at], &dx[at + n]);
+    C da, db;
+    glu_grads<Gate>(C(x[at]), C(x[at + n]), C(dy[i]), &da, &db);
+    dx[at] = T(da);
+    dx[at + n] = T(db);
   }
 }
 

@@ -36,20 +36,22 @@ __global__ void gather_copies_kernel(const T* from, const int64_t* copies, int64
   FUSELAB_GRID_STRIDE_LOOP(i, n) { rows[i] = from[copies[i / width] / top_k * width + i % width]; }
 }
 
-// rows[i] *= weights[copies[i]]
+// rows[i] *= weights[copies[i]], in compute_t<T>
 template <class T>
 __global__ void scale_rows_kernel(T* rows, const T* weights, const int64_t* copies, int64_t n, int64_t width) {
-  FUSELAB_GRID_STRIDE_LOOP(i, n) { rows[i] *= weights[copies[i / width]]; }
+  using C = compute_t<T>;
+  FUSELAB_GRID_STRIDE_LOOP(i, n) { rows[i] = T(C(rows[i]) * C(weights[copies[i / width]])); }
 }
 
-// dweights[copies[i]] = <p[i], q[i]>, a thread per row.
+// dweights[copies[i]] = <p[i], q[i]>, a thread per row, summed in compute_t<T>.
 template <class T>
 __global__ void row_dots_kernel(const T* p, const T* q, const int64_t* copies, T* dweights, int64_t rows,
                                 int64_t width) {
+  using C = compute_t<T>;
   FUSELAB_GRID_STRIDE_LOOP(i, rows) {
-    T dot = 0;
-    for (int64_t c = 0; c < width; ++c) dot += p[i * width + c] * q[i * width + c];
-    dweights[copies[i]] = dot;
+    C dot = 0;
+    for (int64_t c = 0; c < width; ++c) dot += C(p[i * width + c]) * C(q[i * width + c]);
+    dweights[copies[i]] = T(dot);
   }
 }
 

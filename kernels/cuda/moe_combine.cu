@@ -1,4 +1,5 @@
-// The CUDA bodies of kernels/moe_combine.h.
+// The CUDA bodies of kernels/moe_combine.h: sums in compute_t<T> (float32 for bfloat16), rounded
+// once on store.
 #include "kernels/moe_combine.h"
 
 #include "kernels/cuda/block_reduce.cuh"
@@ -11,13 +12,14 @@ template <class T>
 __global__ void moe_combine_forward_kernel(const T* y, const T* weights, const int64_t* slots, T* out, int64_t n,
                                            int64_t k, int64_t dim) {
   FUSELAB_GRID_STRIDE_LOOP(i, n) {
+    using C = compute_t<T>;
     const int64_t r = i / dim, c = i % dim;
-    T sum = T(0);
+    C sum = 0;
     for (int64_t j = 0; j < k; ++j) {
       const int64_t slot = slots[r * k + j];
-      if (slot >= 0) sum += (weights ? weights[r * k + j] : T(1)) * y[slot * dim + c];
+      if (slot >= 0) sum += (weights ? C(weights[r * k + j]) : C(1)) * C(y[slot * dim + c]);
     }
-    out[i] = sum;
+    out[i] = T(sum);
   }
 }
 
@@ -27,7 +29,8 @@ __global__ void moe_combine_dy_kernel(const T* dout, const T* weights, const int
                                       int64_t k, int64_t dim) {
   FUSELAB_GRID_STRIDE_LOOP(i, n) {
     const int64_t copy = i / dim, c = i % dim;
-    if (slots[copy] >= 0) dy[slots[copy] * dim + c] = weights[copy] * dout[(copy / k) * dim + c];
+    using C = compute_t<T>;
+    if (slots[copy] >= 0) dy[slots[copy] * dim + c] = T(C(weights[copy]) * C(dout[(copy / k) * dim + c]));
   }
 }
 
@@ -35,16 +38,17 @@ __global__ void moe_combine_dy_kernel(const T* dout, const T* weights, const int
 template <class T>
 __global__ void moe_combine_dweights_kernel(const T* dout, const T* y, const int64_t* slots, T* dweights, int64_t k,
                                             int64_t dim) {
-  __shared__ T shared[32];
+  using C = compute_t<T>;
+  __shared__ C shared[32];
   const int64_t copy = blockIdx.x;
   const T* d = dout + (copy / k) * dim;
   const T* from = y + slots[copy] * dim;
-  T partial = T(0);
+  C partial = 0;
   if (slots[copy] >= 0) {  // uniform across the block: every thread reaches block_sum
-    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) partial += d[c] * from[c];
+    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x) partial += C(d[c]) * C(from[c]);
   }
-  const T total = block_sum(partial, shared);
-  if (threadIdx.x == 0) dweights[copy] = total;
+  const C total = block_sum(partial, shared);
+  if (threadIdx.x == 0) dweights[copy] = T(total);
 }
 
 }  // namespace

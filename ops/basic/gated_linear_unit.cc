@@ -34,7 +34,7 @@ Tensor GatedLinearUnit::forward(const char* op, Activation gate, const Tensor& x
   const int64_t n = x.size(-1) / 2;
   const Shape out_shape = with_last(x.shape(), n);
   Tensor y = empty(out_shape, x.dtype(), x.device());
-  launch_floating(op, x, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>(op, x, [&](auto zero) {
     using T = decltype(zero);
     return kernels::GatedLinearUnitForward<T>{gate, x.ptr<T>(), y.ptr<T>(), math::rows_of(x), n};
   });
@@ -44,7 +44,7 @@ Tensor GatedLinearUnit::forward(const char* op, Activation gate, const Tensor& x
 Tensor GatedLinearUnit::backward(const char* op, Activation gate, const Tensor& x, const Tensor& dy) {
   Tensor dx = empty_like(x);
   const int64_t rows = math::rows_of(x), n = x.size(-1) / 2;
-  launch_floating(op, x, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>(op, x, [&](auto zero) {
     using T = decltype(zero);
     return kernels::GatedLinearUnitBackward<T>{gate, x.ptr<T>(), dy.ptr<T>(), dx.ptr<T>(), rows, n};
   });

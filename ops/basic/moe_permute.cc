@@ -83,7 +83,7 @@ OpBackward MoEPermute::op_backward(OpContext& ctx, const Tensor& dy, const std::
   const MoEPermuteSaved& saved = ctx.saved<MoEPermuteSaved>(describe());
   const int64_t width = saved.input_shape.back(), rows = numel(saved.input_shape) / std::max<int64_t>(width, 1);
   Tensor dx = empty(saved.input_shape, dy.dtype(), dy.device());
-  launch_floating<WithBFloat16::No>(describe().c_str(), dy, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>(describe().c_str(), dy, [&](auto zero) {
     using T = decltype(zero);
     return kernels::MoECombineForward<T>{dy.ptr<T>(), nullptr, saved.slots.ptr<int64_t>(), dx.ptr<T>(), rows, top_k_,
                                          width};
@@ -127,7 +127,7 @@ Tensor MoEUnpermute::weighted_sum(const Tensor& y, const Tensor& weights, const 
   const int64_t rows = weights.numel() / top_k_, width = y.size(1);
   const Tensor slot_ids = slots.view({rows * top_k_});
   Tensor out = empty({rows, width}, y.dtype(), y.device());
-  launch_floating<WithBFloat16::No>(describe().c_str(), y, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>(describe().c_str(), y, [&](auto zero) {
     using T = decltype(zero);
     return kernels::MoECombineForward<T>{y.ptr<T>(), weights.ptr<T>(), slot_ids.ptr<int64_t>(),
                                          out.ptr<T>(), rows, top_k_, width};
@@ -154,7 +154,7 @@ OpBackward MoEUnpermute::op_backward(OpContext& ctx, const Tensor& dout, const s
   const int64_t width = saved.expert_outputs.size(1), rows = saved.weights.numel() / top_k_;
   Tensor dy = empty(saved.expert_outputs.shape(), dout.dtype(), dout.device());
   Tensor dweights = empty(saved.weights.shape(), dout.dtype(), dout.device());
-  launch_floating<WithBFloat16::No>(describe().c_str(), dout, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>(describe().c_str(), dout, [&](auto zero) {
     using T = decltype(zero);
     return kernels::MoECombineBackward<T>{dout.ptr<T>(), saved.expert_outputs.ptr<T>(), saved.weights.ptr<T>(),
                                           saved.slots.ptr<int64_t>(), dy.ptr<T>(), dweights.ptr<T>(), rows, top_k_,

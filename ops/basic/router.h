@@ -9,7 +9,8 @@
 // With losses on, two more extra outputs, scalars of x's dtype, for the caller to add to its loss:
 // the load-balancing loss (Switch, Mixtral) and the z-loss (ST-MoE). The top-k, the weights, the
 // losses and their grads are one fused kernel on x's device, where their math is written:
-// kernels/router.h.
+// kernels/router.h. A bfloat16 router (x and W) computes all of it in float32, from the logits on,
+// and rounds only its outputs (Mixtral's routing weights are cast to the hidden states' dtype too).
 #pragma once
 
 #include "ops/basic_op.h"
@@ -19,7 +20,7 @@ namespace fuselab {
 
 enum class RouterScore { Softmax, Sigmoid };
 
-struct RouterSaved {  // on x's device, in its dtype (the indices int64)
+struct RouterSaved {  // on x's device, in its compute dtype (float32 for bfloat16; the indices int64)
   Tensor input;    // [rows, width]
   Tensor weight;   // [E, width]
   Tensor weights;  // [rows, k]

@@ -28,7 +28,7 @@ FusedForward ForwardLinearGatedLinearUnit::fuser_forward(const std::vector<OpCon
   Tensor pre = ctxs.back()->requires_backward() ? empty(out_shape, x.dtype(), x.device()) : Tensor();
   out_shape.back() = n;
   Tensor y = empty(out_shape, x.dtype(), x.device());
-  launch_floating("ForwardLinearGatedLinearUnit", x, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>("ForwardLinearGatedLinearUnit", x, [&](auto zero) {
     using T = decltype(zero);
     return kernels::LinearGatedLinearUnitForward<T>{
         glu.gate(), x.ptr<T>(), linear.weight().ptr<T>(), has_bias ? op<Bias>(1).bias().ptr<T>() : nullptr,

@@ -43,7 +43,7 @@ FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, cons
   Tensor pre = keep ? empty({kept, 2 * hidden}, x.dtype(), x.device()) : Tensor();
   Tensor act = keep && !recompute_activation_ ? empty({kept, hidden}, x.dtype(), x.device()) : Tensor();
   Tensor y = empty({kept, down.out_features()}, x.dtype(), x.device());
-  launch_floating<WithBFloat16::No>(describe().c_str(), x, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>(describe().c_str(), x, [&](auto zero) {
     using T = decltype(zero);
     return kernels::GroupedMlpForward<T>{glu.gate(),
                                          up.groups(),
@@ -79,7 +79,7 @@ FusedBackward GroupedMlp::fuser_backward(const std::vector<OpContext*>& ctxs, co
   Tensor dw2 = ctxs[up_ + 2]->params_require_grad.at(0) ? empty_like(s.down_weight) : Tensor();
   // A dropped copy's weight gets no grad from the kernel, which writes the kept copies'.
   Tensor dweights = routed() && ctxs[4]->extra_inputs_require_grad ? zeros_like(s.weights) : Tensor();
-  launch_floating<WithBFloat16::No>((describe() + " backward").c_str(), dy, [&](auto zero) {
+  launch_floating<WithBFloat16::Yes>((describe() + " backward").c_str(), dy, [&](auto zero) {
     using T = decltype(zero);
     return kernels::GroupedMlpBackward<T>{op<GatedLinearUnit>(up_ + 1).gate(),
                                           up.groups(),
@@ -150,13 +150,6 @@ PatternPredicate halves_feed_the_second(size_t up) {
           }};
 }
 
-// The GLU kernels take float32 and float64.
-PatternPredicate not_bfloat16() {
-  return {"float32 or float64", [](const PatternMatch&, const FusionFacts& facts) {
-            return facts.dtype == DType::BFloat16 ? std::string("the GLU kernels take no bfloat16") : std::string();
-          }};
-}
-
 // The fused op orders the rows itself and hands the order to the experts and to the combine: they
 // must read it from the permute, an expert per group, and the combine take as many copies a row.
 PatternPredicate one_routing() {
@@ -203,7 +196,7 @@ FusionDefinition routed_grouped_mlp_fusion(bool recompute_activation) {
   const std::string name = recompute_activation ? "RoutedGroupedMlp" : "RoutedGroupedMlpKeepingActivation";
   FusionPattern pattern{{slot<MoEPermute>(), slot<GroupedLinear>(), slot<GatedLinearUnit>(), slot<GroupedLinear>(),
                          slot<MoEUnpermute>()},
-                        {no_biases(1), one_set_of_sizes(1), halves_feed_the_second(1), not_bfloat16(), one_routing()},
+                        {no_biases(1), one_set_of_sizes(1), halves_feed_the_second(1), one_routing()},
                         [name, recompute_activation](const OpList& ops) {
                           return std::make_shared<GroupedMlp>(ops, name, recompute_activation);
                         }};
@@ -215,7 +208,7 @@ FusionDefinition routed_grouped_mlp_fusion(bool recompute_activation) {
 FusionDefinition grouped_mlp_fusion(bool recompute_activation) {
   const std::string name = recompute_activation ? "GroupedMlp" : "GroupedMlpKeepingActivation";
   FusionPattern pattern{{slot<GroupedLinear>(), slot<GatedLinearUnit>(), slot<GroupedLinear>()},
-                        {no_biases(0), one_set_of_sizes(0), halves_feed_the_second(0), not_bfloat16()},
+                        {no_biases(0), one_set_of_sizes(0), halves_feed_the_second(0)},
                         [name, recompute_activation](const OpList& ops) {
                           return std::make_shared<GroupedMlp>(ops, name, recompute_activation);
                         }};
