@@ -104,7 +104,7 @@ run() {
 
   # moe_block: 8 experts, top-2, expert hidden 512 (both programs' defaults), its GEMMs grouped.
   local benches=("mlp_block 16384 1024 float32" "mlp_block 4096 1024 float32" "mlp_block 16384 1024 bfloat16"
-    "norm_block 16384 4096 float32" "moe_block 16384 1024 float32")
+    "norm_block 16384 4096 float32" "moe_block 16384 1024 float32" "moe_block 16384 1024 bfloat16")
   for b in "${benches[@]}"; do
     read -r model tokens hidden dtype <<<"$b"
     local name="${model}_${tokens}_$dtype"
