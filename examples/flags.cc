@@ -115,4 +115,11 @@ bool Flags::parse(int argc, char** argv) {
 
 bool Flags::given(const std::string& name) const { return app_->count("--" + name) > 0; }
 
+DType floating_dtype_flag(const std::string& name, const std::string& text) {
+  for (DType dtype : {DType::Float32, DType::Float64, DType::BFloat16}) {
+    if (text == dtype_name(dtype)) return dtype;
+  }
+  fail("--", name, ": ", text, " is not a floating dtype: float32, float64 or bfloat16");
+}
+
 }  // namespace fuselab::examples

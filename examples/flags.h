@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/dtype.h"
 #include "tensor/error.h"
 
 namespace CLI {
@@ -32,6 +33,9 @@ void check_in_range(const std::string& name, T value, Range<T> range, const std:
   if (shown.empty()) fail("--", name, ": ", value, " is outside [", range.min, ", ", range.max, "]");
   fail("--", name, ": ", shown, " is outside [", range.min, ", ", range.max, "]");
 }
+
+// The floating dtype a flag names: float32, float64 or bfloat16; anything else throws naming --name.
+DType floating_dtype_flag(const std::string& name, const std::string& text);
 
 class Flags {
  public:

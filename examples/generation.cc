@@ -63,8 +63,8 @@ GenerationStats generate(Sequential& model, const std::vector<int64_t>& prompt, 
     const int64_t t = int64_t(pending.size());
     const Tensor logits = cache.forward(logits_of, from_vector<int64_t>(pending, {1, t}).to(device));
     const int64_t vocab = logits.size(-1);
-    const int64_t next =
-        sample_index(logits.to(Device::cpu()).view({t, vocab}).slice(t - 1, t).to_vector<float>(), settings, gen);
+    const Tensor last = logits.to(Device::cpu()).view({t, vocab}).slice(t - 1, t).to(DType::Float32);
+    const int64_t next = sample_index(last.to_vector<float>(), settings, gen);
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     (i == 0 ? stats.prefill_seconds : stats.decode_seconds) += seconds;
     (i == 0 ? stats.prefill_tokens : stats.decoded_tokens) += i == 0 ? t : 1;

@@ -7,7 +7,7 @@
 //   bazel run -c opt //examples:gpt -- [--arch=gpt2|llama] [--batch=B] [--context=T] [--layers=L]
 //       [--heads=H] [--kv-heads=K] [--width=C] [--tie-embeddings] [--dropout=P] [--accumulate=N]
 //       [--experts=E --top-k=K --moe-every=N --capacity-factor=F --balance-loss=A --z-loss=B]
-//       [--tokenizer=char|bpe] [--vocab-size=V] [--sample=N] and the flags every training program has (examples/training_run.h: --steps,
+//       [--tokenizer=char|bpe] [--vocab-size=V] [--dtype=float32|bfloat16] [--sample=N] and the flags every training program has (examples/training_run.h: --steps,
 //       --lr, --seed, --device, --checkpoint, --resume, --json, --recompute, ...)
 //
 // --help lists every flag with its default and its range; docs/training_programs.md says more.
@@ -48,6 +48,7 @@ struct Config {
   double weight_decay = 0.01, temperature = 0.8;
   double balance_loss = 0.01, z_loss = 0.001;  // with --experts: the routers' auxiliary losses' weights
   std::string corpus = kFortuneFolder, tokenizer = "char", token_cache = default_token_cache();
+  std::string dtype = "float32";
 };
 
 int64_t parameter_count(const Sequential& model) {
@@ -104,9 +105,11 @@ std::pair<Tensor, Tensor> loss_and_objective(Sequential& model, const Tensor& id
   const SequentialOutput out = model(ids, {next.view(ids.shape())});
   const MoEOutputs moe = gpt_moe_outputs(out);
   load.add(moe, ids.numel() * c.model.top_k);
+  // The routers' losses are in the model's dtype, the loss in its compute dtype (float32 for bfloat16).
   Tensor objective = out.output;
-  for (const Tensor& balance : moe.balance_losses) objective = add(objective, scale(balance, c.balance_loss));
-  for (const Tensor& z : moe.z_losses) objective = add(objective, scale(z, c.z_loss));
+  const auto weighted = [&](const Tensor& loss, double weight) { return scale(cast(loss, objective.dtype()), weight); };
+  for (const Tensor& balance : moe.balance_losses) objective = add(objective, weighted(balance, c.balance_loss));
+  for (const Tensor& z : moe.z_losses) objective = add(objective, weighted(z, c.z_loss));
   return {out.output, objective};
 }
 
@@ -146,6 +149,7 @@ void report(TrainingRun& run, Sequential& model, const TokenizedCorpus& corpus, 
 
 int train(Config c) {
   const Device device = run_device("gpt", c.run);
+  const DType dtype = floating_dtype_flag("dtype", c.dtype);
   check(c.batch % c.accumulate == 0, "gpt: --batch=", c.batch, " does not split evenly into --accumulate=",
         c.accumulate, " micro-batches");
   const TokenizedCorpus corpus =
@@ -158,17 +162,17 @@ int train(Config c) {
   Generator gen(uint64_t(c.run.seed));
   Sequential model = gpt_model(c.model, gen);
   apply_fusion_flags(model, c.run);
-  model.to(device);
+  model.to(device).to(dtype);  // before the optimizer, which keeps float32 masters of bfloat16 parameters
   const std::vector<ParamGroup> groups = gpt_decay_groups(model, c.weight_decay);
   AdamW optimizer(groups, {c.run.lr, 0.9, 0.95, 1e-8});
   WindowSampler batches(corpus.train, c.batch, c.model.context, uint64_t(c.run.seed) + 1);
   std::printf("gpt: tokens: %s\n", corpus.source.c_str());
   std::printf("gpt: %lld train / %lld validation tokens (%s), vocabulary %lld; %s, %lld layers of width %lld, %s, "
-              "context %lld, %lld parameters; batch %lld, fusion %s\n", (long long)corpus.train.size(0),
+              "context %lld, %lld parameters in %s; batch %lld, fusion %s\n", (long long)corpus.train.size(0),
               (long long)corpus.validation.size(0), c.tokenizer.c_str(), (long long)c.model.vocab, c.model.arch.c_str(),
               (long long)c.model.layers, (long long)c.model.width, gpt_attention_heads(c.model).describe().c_str(),
               (long long)c.model.context,
-              (long long)parameter_count(model), (long long)c.batch, c.run.no_fusion ? "off" : "on");
+              (long long)parameter_count(model), dtype_name(dtype), (long long)c.batch, c.run.no_fusion ? "off" : "on");
   std::printf("AdamW: weight decay %g on %zu of %zu parameter tensors (the weight matrices)\n", c.weight_decay,
               groups[0].params.size(), model.parameters().size());
   std::printf("%s\n", model.describe().c_str());
@@ -176,7 +180,9 @@ int train(Config c) {
   const int64_t warmup = std::max<int64_t>(1, c.run.steps / 20);
   const std::string sized_by = "--batch=" + std::to_string(c.batch) + " --accumulate=" + std::to_string(c.accumulate);
   ExpertLoad load;
-  LoopSettings loop{c.batch * c.model.context, warmup, 0.1, 1.0, 10, sized_by, gpt_flops_per_token(model, c.model)};
+  // The utilization is against the float32 FMA peak: reported for float32 runs only.
+  LoopSettings loop{c.batch * c.model.context, warmup, 0.1, 1.0, 10, sized_by,
+                    dtype == DType::Float32 ? gpt_flops_per_token(model, c.model) : 0};
   if (c.model.experts > 0) {
     loop.progress_note = [&load, capacity = c.model.capacity_factor > 0] {
       char text[48];
@@ -190,6 +196,7 @@ int train(Config c) {
   }
   TrainingRun run("gpt", c.run, model, optimizer, loop);
   for (const auto& [flag, value] : gpt_model_settings(c.model)) run.record(flag, value);
+  run.record("--dtype", c.dtype);
   for (const auto& [name, value] : tokenizer_settings(corpus.tokenizer)) run.record(name, value);
   run.keep("data_order", batches);
   const int64_t rows = c.batch / c.accumulate;
@@ -237,6 +244,8 @@ int main(int argc, char** argv) {
     flags.add("balance-loss", c.balance_loss, "with --experts: the weight of the routers' load-balancing loss "
               "(Switch's, Mixtral's) in the objective", {0, 100});
     flags.add("z-loss", c.z_loss, "with --experts: the weight of the routers' z-loss (ST-MoE's)", {0, 100});
+    flags.add("dtype", c.dtype, "float32, bfloat16 (parameters and activations; AdamW keeps float32 master "
+              "weights, the losses are float32) or float64");
     flags.add("sample", c.sample, "tokens of text to sample at the end", {0, 1'000'000});
     flags.add("temperature", c.temperature, "sampling temperature (0: always the most likely token)", {0, 100});
     if (!flags.parse(argc, argv)) return 0;

@@ -24,6 +24,7 @@ expect_error "unknown flag --widht" "$gpt" "${small[@]}" --widht=3
 expect_error "--resume needs --checkpoint" "$gpt" "${small[@]}" --resume
 expect_error "--device must be cpu or cuda, got tpu" "$gpt" "${small[@]}" --device=tpu
 expect_error "--recompute must be none, mlp, norms or block, got blocks" "$gpt" "${small[@]}" --recompute=blocks
+expect_error "--dtype: float16 is not a floating dtype: float32, float64 or bfloat16" "$gpt" "${small[@]}" --dtype=float16
 expect_error "fortune_files $dir/none: no such folder" "$gpt" "${small[@]}" --corpus="$dir/none"
 expect_error "fortune_files $dir/empty: holds no fortune files" "$gpt" "${small[@]}" --corpus="$dir/empty"
 expect_error "--width=30 does not split evenly over --heads=4" "$gpt" "${small[@]}" --width=30 --heads=4
@@ -46,6 +47,8 @@ expect_error "gpt.safetensors" "$gpt" "${small[@]}" --width=32 --resume --checkp
 # the shapes would fit: heads split the same width, and two corpora of as many characters.
 expect_error "gpt.safetensors was saved with --heads=2; this run has --heads=4" \
   "$gpt" "${small[@]}" --heads=4 --resume --checkpoint="$dir/good"
+expect_error "gpt.safetensors was saved with --dtype=float32; this run has --dtype=bfloat16" \
+  "$gpt" "${small[@]}" --dtype=bfloat16 --resume --checkpoint="$dir/good"
 expect_error "gpt.safetensors was saved with --tokenizer=char; this run has --tokenizer=bpe" \
   "$gpt" "${small[@]}" --tokenizer=bpe --vocab-size=512 --resume --checkpoint="$dir/good"
 expect_error "--tokenizer=words is not char or bpe" "$gpt" "${small[@]}" --tokenizer=words

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "examples/flags.h"
 #include "examples/gpt_flags.h"
 #include "examples/output_file.h"
 #include "examples/training_run.h"
@@ -20,6 +21,9 @@ GptCheckpoint load_gpt_checkpoint(const std::string& folder) {
   config.vocab = tokenizer.size();
   Generator init(0);
   Sequential model = gpt_model(config, init);
+  if (const auto dtype = settings.find("--dtype"); dtype != settings.end()) {  // as gpt --dtype trained it
+    model.to(floating_dtype_flag("dtype", dtype->second));
+  }
   load_checkpoint_parameters(file, model.named_parameters());
   return {config, std::move(tokenizer), std::move(model)};
 }

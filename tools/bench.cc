@@ -126,12 +126,6 @@ ModelSizes model_sizes(const examples::Flags& flags, const BenchModel* model, in
   return sizes;
 }
 
-DType parse_dtype(const std::string& text) {
-  check(text == "float32" || text == "float64" || text == "bfloat16", "bench: --dtype float32, float64 or bfloat16, got ",
-        text);
-  return text == "float32" ? DType::Float32 : text == "float64" ? DType::Float64 : DType::BFloat16;
-}
-
 Device parse_device(const std::string& text) {
   check(text == "cpu" || text == "cuda", "bench: --device cpu or cuda, got ", text);
   check(text == "cpu" || cuda_device_count() > 0, "bench: --device cuda, but this machine has no CUDA device");
@@ -226,7 +220,7 @@ int main(int argc, char** argv) {
 
     const BenchModel* spec = bench::find_bench_model(model);
     check(spec || model == "rmsnorm", "bench: unknown --model ", model, "; known: ", model_names());
-    const Run run{spec, model_sizes(flags, spec, tokens, hidden, size_values), parse_dtype(dtype_text),
+    const Run run{spec, model_sizes(flags, spec, tokens, hidden, size_values), examples::floating_dtype_flag("dtype", dtype_text),
                   parse_device(device_text), int(iters_flag), step ? int(micro_batches) : 0, sweep, json, plot};
     check(step || !flags.given("micro-batches"), "bench: --micro-batches is the training step's; add --step");
     if (!spec) {
