@@ -47,9 +47,9 @@ struct LinearGatedLinearUnitForward {
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
-#define FUSELAB_GATED_LINEAR_UNIT_KERNELS(X)       \
-  X(GatedLinearUnitForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)  \
-  X(GatedLinearUnitBackward, FUSELAB_FLOAT_DOUBLE_BFLOAT16) \
+#define FUSELAB_GATED_LINEAR_UNIT_KERNELS(X)                     \
+  X(GatedLinearUnitForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)       \
+  X(GatedLinearUnitBackward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)      \
   X(LinearGatedLinearUnitForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)
 
 }  // namespace fuselab::kernels

@@ -76,8 +76,8 @@ struct GroupedMlpBackward {
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
-#define FUSELAB_GROUPED_MLP_KERNELS(X)       \
-  X(GroupedMlpForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16) \
+#define FUSELAB_GROUPED_MLP_KERNELS(X)                 \
+  X(GroupedMlpForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)  \
   X(GroupedMlpBackward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)
 
 }  // namespace fuselab::kernels

@@ -42,7 +42,7 @@ struct MoECombineBackward {
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
-#define FUSELAB_MOE_COMBINE_KERNELS(X)        \
+#define FUSELAB_MOE_COMBINE_KERNELS(X)                 \
   X(MoECombineForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)  \
   X(MoECombineBackward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)
 
