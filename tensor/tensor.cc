@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "kernels/cpu/cast.h"
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/device_api.h"
 #include "kernels/elementwise.h"
@@ -154,7 +155,11 @@ Tensor Tensor::to(DType target) const {
       using Into = decltype(into);
       const From* src = source.data<From>();
       Into* dst = result.data<Into>();
-      for (int64_t i = 0; i < source.numel(); ++i) dst[i] = Into(src[i]);
+      if constexpr (std::is_same_v<From, int64_t> || std::is_same_v<Into, int64_t>) {
+        for (int64_t i = 0; i < source.numel(); ++i) dst[i] = Into(src[i]);
+      } else {
+        kernels::cpu::cast(src, dst, source.numel());
+      }
     });
   });
   return result.to(device());

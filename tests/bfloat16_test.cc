@@ -50,6 +50,13 @@ float nearest_bfloat16(float f) {
   return from_bits(((down >> 16) & 1u) ? up : down);
 }
 
+// The bits of a bfloat16 tensor's elements.
+std::vector<uint16_t> bfloat16_bits(const Tensor& t) {
+  std::vector<uint16_t> bits;
+  for (const bfloat16& v : t.to_vector<bfloat16>()) bits.push_back(v.bits);
+  return bits;
+}
+
 TEST(BFloat16, RoundsToNearestTiesToEven) {
   EXPECT_EQ(float(bfloat16(1.0f)), 1.0f);
   EXPECT_EQ(float(bfloat16(1.0f + 0x1p-8f)), 1.0f);  // a tie, 1.0 is even
@@ -87,6 +94,30 @@ TEST(BFloat16, CastsRoundAndPassGradsBack) {
   ASSERT_EQ(leaf.grad().dtype(), DType::Float32);
   const auto grad = leaf.grad().to_vector<float>(), ws = w.to_vector<float>();
   for (size_t i = 0; i < ws.size(); ++i) EXPECT_EQ(grad[i], nearest_bfloat16(ws[i]));
+}
+
+// Tensor::to on the CPU (kernels/cpu/cast.h: parallel spans of a vectorized loop) rounds every
+// element as the scalar bfloat16 does, from float32 and from float64, NaN and infinities included,
+// and widens exactly.
+TEST(BFloat16, TensorCastsRoundAsTheScalar) {
+  Generator gen(5);
+  std::vector<float> values{0.0f, -0.0f, 1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::quiet_NaN(), from_bits(0x7F800001u)};
+  while (values.size() < 100000) {
+    values.push_back(float(gen.normal()) * std::ldexp(1.0f, int(gen.uniform() * 60) - 30));
+  }
+  const int64_t n = int64_t(values.size());
+  const Tensor x = from_vector<float>(values, {n});
+  const std::vector<uint16_t> from_float = bfloat16_bits(x.to(DType::BFloat16));
+  const std::vector<uint16_t> from_double = bfloat16_bits(x.to(DType::Float64).to(DType::BFloat16));
+  const std::vector<float> widened = x.to(DType::BFloat16).to(DType::Float32).to_vector<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const bfloat16 want(values[size_t(i)]);
+    ASSERT_EQ(from_float[size_t(i)], want.bits) << values[size_t(i)];
+    ASSERT_EQ(from_double[size_t(i)], want.bits) << values[size_t(i)];
+    ASSERT_EQ(bits_of(widened[size_t(i)]), uint32_t(want.bits) << 16) << values[size_t(i)];
+  }
 }
 
 TEST(BFloat16, SafetensorsKeepsBF16) {
