@@ -7,8 +7,9 @@
 //   bazel run -c opt //examples:gpt -- [--arch=gpt2|llama] [--batch=B] [--context=T] [--layers=L]
 //       [--heads=H] [--kv-heads=K] [--width=C] [--tie-embeddings] [--dropout=P] [--accumulate=N]
 //       [--experts=E --top-k=K --moe-every=N --capacity-factor=F --balance-loss=A --z-loss=B]
-//       [--tokenizer=char|bpe] [--vocab-size=V] [--dtype=float32|bfloat16] [--sample=N] and the flags every training program has (examples/training_run.h: --steps,
-//       --lr, --seed, --device, --checkpoint, --resume, --json, --recompute, ...)
+//       [--tokenizer=char|bpe] [--vocab-size=V] [--dtype=float32|bfloat16|float64] [--sample=N]
+//       and the flags every training program has (examples/training_run.h: --steps, --lr, --seed,
+//       --device, --checkpoint, --resume, --json, --recompute, ...)
 //
 // --help lists every flag with its default and its range; docs/training_programs.md says more.
 // Training: AdamW with weight decay on the Linear weight matrices only (as minGPT), a linear

@@ -19,7 +19,8 @@
 //   dw[c_i] = <g_i, y_i> = <(g W2_g)_i, a_i>,   da_i = w[c_i] (g W2_g)_i,   dW2_g = g^T (w a)
 //
 // so y is not kept for backward, nor dy written. u is kept for backward, and a too unless the
-// backward recomputes it from u (`act` null); an expert without rows gets dW1_g = dW2_g = 0. The two backends order the work for their hardware:
+// backward recomputes it from u (`act` null); an expert without rows gets dW1_g = dW2_g = 0. The
+// two backends order the work for their hardware:
 // - CPU (kernels/cpu/grouped_mlp.cc): each expert runs its whole chain before the next, in chunks
 //   of its rows, so a_g, da_g and du_g (and the chunk's rows of x and dout, gathered) live in a
 //   buffer of one chunk (per thread), in cache at a mixture's expert sizes; the unfused ops keep u

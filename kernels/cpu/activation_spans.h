@@ -10,16 +10,9 @@
 #include "kernels/gated_linear_unit_math.h"
 #include "kernels/bfloat16.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/store.h"  // the spans' store()
 
 namespace fuselab::kernels::cpu {
-
-// A computed value rounded into T. A bfloat16 is stored as its bits, not as the struct: GCC
-// vectorizes a loop that stores the bits and leaves one that assigns the struct scalar.
-template <class T>
-inline void store(T& to, compute_t<T> value) {
-  to = T(value);
-}
-inline void store(bfloat16& to, float value) { to.bits = bfloat16(value).bits; }
 
 #define FUSELAB_SPANS_NAMESPACE baseline
 #define FUSELAB_SPANS_TARGET

@@ -1,6 +1,6 @@
 #include "kernels/cpu/cast.h"
 
-#include "kernels/cpu/activation_spans.h"
+#include "kernels/cpu/store.h"
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels::cpu {

@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "kernels/cpu/activation_spans.h"
+#include "kernels/cpu/store.h"
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels {
-using namespace cpu;  // threading.h, activation_spans.h's store()
+using namespace cpu;  // threading.h, store.h
 
 template <class T>
 void EmbeddingForward<T>::cpu(KernelContext&) const {

@@ -5,9 +5,9 @@
 
 #include <algorithm>
 
-#include "kernels/cpu/activation_spans.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/groups.h"
+#include "kernels/cpu/store.h"
 #include "kernels/gated_linear_unit.h"
 
 namespace fuselab::kernels {

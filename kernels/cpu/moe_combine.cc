@@ -4,11 +4,11 @@
 
 #include <algorithm>
 
-#include "kernels/cpu/activation_spans.h"
+#include "kernels/cpu/store.h"
 #include "kernels/cpu/threading.h"
 
 namespace fuselab::kernels {
-using namespace cpu;  // threading.h, activation_spans.h's store()
+using namespace cpu;  // threading.h, store.h
 
 // Columns summed at a time: a block of sums that stays in L1.
 constexpr int64_t kColumns = 256;
