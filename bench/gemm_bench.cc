@@ -68,12 +68,18 @@ void BM_AttentionTileProduct(benchmark::State& state) {
 // with nothing else: the floor the fused block is measured against. N tokens, H hidden, F = 4H.
 //   forward:  h = x W1^T [N, F],  y = h W2^T [N, H]
 //   backward: dh = dy W2,  dW2 = dy^T h,  dx = dh W1,  dW1 = dh^T x
+// range(2) 1 runs them as GemmShape::Varying (oneDNN's primitive for every shape, as the experts'
+// GEMMs run), 0 on each shape's own primitive.
 void BM_MlpBlockGemms(benchmark::State& state) {
   const int64_t n = state.range(0), h = state.range(1), f = 4 * h;
+  const auto shape = state.range(2) ? kernels::cpu::GemmShape::Varying : kernels::cpu::GemmShape::Recurring;
   const Tensor x = randn({n, h}), w1 = randn({f, h}), w2 = randn({h, f}), dy = randn({n, h});
   Tensor hidden = empty({n, f}), y = empty({n, h}), dh = empty({n, f}), dx = empty({n, h});
   Tensor dw1 = empty({f, h}), dw2 = empty({h, f});
-  const auto gemm = kernels::cpu::gemm<float>;
+  auto gemm = [&](bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, int64_t lda,
+                  const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+    kernels::cpu::gemm<float>(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, shape);
+  };
   for (auto _ : state) {
     gemm(false, true, n, f, h, 1, x.data<float>(), h, w1.data<float>(), h, 0, hidden.data<float>(), f);
     gemm(false, true, n, h, f, 1, hidden.data<float>(), f, w2.data<float>(), f, 0, y.data<float>(), h);
@@ -117,9 +123,10 @@ BENCHMARK(BM_AttentionTileProduct)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK(BM_MlpBlockGemms)
-    ->Args({256, 256})
-    ->Args({4096, 256})
-    ->Args({4096, 1024})
+    ->ArgNames({"tokens", "hidden", "varying"})
+    ->ArgsProduct({{256, 4096}, {256}, {0, 1}})
+    ->Args({4096, 1024, 0})
+    ->Args({4096, 1024, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Sgemm)

@@ -25,7 +25,8 @@
 //   of its rows, so a_g, da_g and du_g (and the chunk's rows of x and dout, gathered) live in a
 //   buffer of one chunk (per thread), in cache at a mixture's expert sizes; the unfused ops keep u
 //   and a for every expert and hold da and du for all at once. The experts run in parallel, one
-//   per thread, when at least as many have rows as there are threads (as GroupedMatmul).
+//   per thread, when at least as many have rows as there are threads (as GroupedMatmul), and their
+//   GEMMs run as cpu::GemmShape::Varying (as GroupedMatmul's).
 // - CUDA (kernels/cuda/grouped_mlp.cu): each line above runs for all experts at once, a GEMM as one
 //   grouped cuBLAS call and the GLU as one launch over all rows, so the launches do not grow with
 //   the experts; a, da and du (and the gathered rows) are scratch for all rows.

@@ -40,7 +40,9 @@ struct Matmul {
 // op(w_g) is w_g^T with transpose_w. One GEMM per group with rows. On the CPU, when there are at
 // least as many such groups as threads, the groups run in parallel, each GEMM on one thread (many
 // small experts' GEMMs scale badly across threads one by one); otherwise one after another, each on
-// every thread. On CUDA one cuBLAS grouped call for all groups (kernels/cuda/gemm.h).
+// every thread. The groups' sizes change from call to call, so the GEMMs run as
+// cpu::GemmShape::Varying (kernels/cpu/gemm.h). On CUDA one cuBLAS grouped call for all groups
+// (kernels/cuda/gemm.h).
 template <class T>
 struct GroupedMatmul {
   bool weight_grad, transpose_w;

@@ -181,6 +181,16 @@ void matmul_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b
   run_matmul(a, transpose_a, b, transpose_b, Tensor(), out, alpha);
 }
 
+void grouped_matmul_into(const Tensor& out, const Tensor& a, const Tensor& w, bool weight_grad, bool transpose_w,
+                         const std::vector<int64_t>& sizes) {
+  const int64_t out_cols = weight_grad ? w.size(1) : out.size(1);
+  launch_floating<WithBFloat16::Yes>("grouped_matmul", a, [&](auto zero) {
+    using T = decltype(zero);
+    return kernels::GroupedMatmul<T>{weight_grad, transpose_w, int64_t(sizes.size()), sizes.data(), a.size(1),
+                                     out_cols,    a.ptr<T>(),  w.ptr<T>(),            out.ptr<T>()};
+  });
+}
+
 Tensor embedding(const char* op, const Tensor& table, const Tensor& ids) {
   check(table.dim() == 2, op, ": table must be [V, D], got shape ", table.shape());
   check(ids.defined() && ids.dtype() == DType::Int64 && ids.device() == table.device(), op,

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <iterator>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
@@ -148,12 +149,16 @@ void CpuGemmTest::check_epilogues() {
 TEST_P(CpuGemmTest, EpiloguesMatchFloat64InFloat32) { check_epilogues<float>(); }
 TEST_P(CpuGemmTest, EpiloguesMatchFloat64InBFloat16) { check_epilogues<bfloat16>(); }
 
-// C = alpha op(A) op(B) + beta C on padded rows: the padding is never written (attention's calls).
+// C = alpha op(A) op(B) + beta C on padded rows: the padding is never written (attention's calls);
+// with the shape's own oneDNN primitive and with the one for every shape (GemmShape::Varying).
 template <class T>
 void CpuGemmTest::check_alpha_beta_and_leading_dimensions() {
   for (const Problem& p : kProblems) {
-    for (const float beta : {0.f, 1.f, 0.25f}) {
-      SCOPED_TRACE(::testing::Message() << "beta " << beta << " m " << p.m << " n " << p.n << " k " << p.k);
+    for (const auto& [beta, shape] : {std::pair{0.f, GemmShape::Recurring}, {1.f, GemmShape::Recurring},
+                                      {0.25f, GemmShape::Recurring}, {0.f, GemmShape::Varying},
+                                      {1.f, GemmShape::Varying}, {0.25f, GemmShape::Varying}}) {
+      SCOPED_TRACE(::testing::Message() << "beta " << beta << " m " << p.m << " n " << p.n << " k " << p.k
+                                        << (shape == GemmShape::Varying ? " varying" : " recurring"));
       const int64_t lda = p.lda() + 2, ldb = p.ldb() + 1, ldc = p.n + 3;
       const std::vector<T> a = random_values<T>((p.transpose_a ? p.k : p.m) * lda, 5);
       const std::vector<T> b = random_values<T>((p.transpose_b ? p.n : p.k) * ldb, 6);
@@ -165,7 +170,7 @@ void CpuGemmTest::check_alpha_beta_and_leading_dimensions() {
         want[i] = 0.5 * product[i] + double(beta) * double(c_before[(i / p.n) * ldc + i % p.n]);
       }
       gemm<T>(p.transpose_a, p.transpose_b, p.m, p.n, p.k, T(0.5f), a.data(), lda, b.data(), ldb, T(beta), c.data(),
-              ldc);
+              ldc, shape);
       std::vector<T> rows(want.size());
       for (int64_t r = 0; r < p.m; ++r) {
         std::copy_n(c.begin() + r * ldc, p.n, rows.begin() + r * p.n);

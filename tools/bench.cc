@@ -16,17 +16,18 @@
 // SGD step, the grads accumulating (from the second on, the weight grads add into them in place).
 // bench/peers/pytorch_bench.py --model mnist_mlp times the same step in PyTorch.
 //
-// For mlp_block it also times the block's six GEMMs alone (forward: two; backward: two input
-// grads and two weight grads), interleaved with the rest: the floor a fused block can approach.
+// For mlp_block and moe_block it also times the block's GEMMs alone (forward: two; backward: two
+// input grads and two weight grads; moe_block's grouped over its experts, as its router spreads the
+// batch), interleaved with the rest: the floor a fused block can approach.
 //
 // --model rmsnorm times RMSNorm's forward and backward alone (the op's own calls, no tape) beside
 // a device-to-device copy of the same tensor, interleaved, and reports GB/s for the bytes each
 // must move: forward reads x and writes y, backward reads x and dy and writes dx (the weight, the
 // rstd and dw are O(rows + cols)); the copy reads and writes once. That is the GPU RMSNorm
-// target: at least 80% of the copy's bandwidth. mlp_block reports TFLOP/s of its GEMM work.
+// target: at least 80% of the copy's bandwidth. mlp_block and moe_block report TFLOP/s of their GEMM work.
 //
 // Each run is also put against the machine's limits, measured in the same process (CPU only;
-// tools/machine_limits.h): mlp_block's GEMM work as a share of the FMA peak times the threads and
+// tools/machine_limits.h): mlp_block's and moe_block's GEMM work as a share of the FMA peak times the threads and
 // the share of its time spent outside the GEMMs; norm_block's and rmsnorm's minimum bytes as a
 // share of the copy bandwidth.
 //

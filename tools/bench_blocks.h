@@ -1,28 +1,37 @@
-// The bench's figures for the blocks, against the machine's limits: mlp_block's six GEMMs alone (the
-// floor a fused block can approach) and its GEMM work as TFLOP/s and a share of the FMA peak;
+// The bench's figures for the blocks, against the machine's limits: mlp_block's and moe_block's GEMMs
+// alone (the floor a fused block can approach) and their GEMM work as TFLOP/s and a share of the FMA peak;
 // norm_block's minimum bytes as a share of the copy bandwidth; and --model rmsnorm, RMSNorm's
 // forward and backward alone (the op's own calls, no tape) beside a copy of the same tensor, in GB/s.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 
 #include "tensor/tensor.h"
 #include "tools/bench_timing.h"
 
 namespace fuselab::bench {
 
-// mlp_block's six GEMMs, as its Linear ops call them, with nothing else (N tokens, F = 4H):
-//   forward:  h = x W1^T [N, F],  y = h W2^T [N, H]
-//   backward: dh = dy W2,  dW2 = dy^T h,  dx = dh W1,  dW1 = dh^T x
-struct MlpBlockGemms {
-  Tensor x, w1, w2, dy;
+// A block's GEMMs, as its ops call them, with nothing else: the floor its fused form can approach.
+//   mlp_block (N tokens, F = 4H): forward h = x W1^T [N, F], y = h W2^T [N, H];
+//     backward dh = dy W2, dW2 = dy^T h, dx = dh W1, dW1 = dh^T x
+//   moe_block: the same six for every expert at once, as its GroupedLinears call them (grouped
+//     products, math::grouped_matmul_into), over the rows the block's router gives each expert on
+//     the bench's batch; the first GEMM's output is the gate and up halves [rows, 2 hidden].
+struct BlockGemms {
+  std::function<void()> run;  // one forward's and backward's GEMMs
+  double flops = 0;           // theirs: 2 per multiply-add
   Device device;
 
-  MlpBlockGemms(int64_t tokens, int64_t h, DType dtype, Device device);  // random, seeded
-
-  double time();  // milliseconds for the six
+  double time();  // milliseconds for a run
 };
+
+// The GEMMs of `model` (mlp_block or moe_block; none for the others) built as `seq` (its router's
+// weights, for moe_block) on its batch's input, from random operands, seeded.
+std::optional<BlockGemms> block_gemms(const std::string& model, const ModelSizes& sizes, DType dtype, Device device,
+                                      Sequential& seq, const Tensor& input);
 
 // RMSNorm's passes and a copy of the same bytes, as the GPU bandwidth target counts them.
 struct Bandwidth {
@@ -35,21 +44,22 @@ struct Bandwidth {
 
 Bandwidth measure_bandwidth(int64_t tokens, int64_t h, Device device, int iters);
 
-// mlp_block's GEMM work per forward + backward (six GEMMs of 2 N H 4H flops) over a time, in TFLOP/s.
+// The GEMM work of one forward + backward (r.gemm_flops) over a time, in TFLOP/s.
 double gemm_tflops(const Result& r, const TimeStats& time);
 
 // The limits the table's runs are put against, measured once per run on the CPU (none on CUDA):
-// the FMA peak for mlp_block, the copy bandwidth for norm_block.
+// the FMA peak for the blocks with GEMMs alone (has_block_gemms), the copy bandwidth for norm_block.
 struct Limits {
   std::optional<double> fma_peak_gflops;  // one core's
   std::optional<double> memory_gbps, threads;
 };
 
+bool has_block_gemms(const std::string& model);
 Limits measure_limits(const BenchModel& model, Device device);
 
 // One run against the limits; each share is empty where it does not apply.
 struct AgainstLimits {
-  // mlp_block: GEMM FLOP/s over (peak x threads), fused and for the GEMMs alone, and the share of
+  // mlp_block, moe_block: GEMM FLOP/s over (peak x threads), fused and for the GEMMs alone, and the share of
   // the fused forward + backward outside the GEMMs (1 - GEMMs alone / fused).
   std::optional<double> fraction_of_peak, gemms_fraction_of_peak, outside_gemms_fraction;
   // norm_block: minimum bytes per pass and their rate over the copy bandwidth, for forward, backward

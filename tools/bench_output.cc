@@ -158,7 +158,7 @@ void write_fusion_json(const std::string& path, const std::string& model, const 
 void print_table(const std::vector<Result>& results, const Limits& limits) {
   std::printf("%-13s %6s %6s | %-24s %-24s | %-26s %-26s | %7s | %-26s %12s | %9s %9s\n", "model", "tokens",
               "hidden", "fused fwd ms (min-max)", "unfused fwd ms", "fused fwd+bwd ms", "unfused fwd+bwd ms", "speedup",
-              "six GEMMs alone ms", "fused/GEMMs", "fused MB", "unfused MB");
+              "GEMMs alone ms", "fused/GEMMs", "fused MB", "unfused MB");
   for (const Result& r : results) {
     auto cell = [](const TimeStats& s) {
       char text[64];

@@ -98,8 +98,7 @@ struct Runner {
 Result measure(const BenchModel& model, const ModelSizes& sizes, DType dtype, Device device, int iters, int step) {
   Runner fused(model, sizes, dtype, device, true), unfused(model, sizes, dtype, device, false);
   fused.micro_batches = unfused.micro_batches = step;
-  std::optional<MlpBlockGemms> gemms;
-  if (model.name == "mlp_block") gemms.emplace(sizes.tokens, sizes.hidden, dtype, device);
+  std::optional<BlockGemms> gemms = block_gemms(model.name, sizes, dtype, device, fused.seq, fused.batch.input);
   for (int i = 0; i < 3; ++i) {  // warm-up
     fused.time(Pass::ForwardBackward), unfused.time(Pass::ForwardBackward), gemms && gemms->time();
     if (step) fused.time(Pass::Step), unfused.time(Pass::Step);
@@ -115,8 +114,8 @@ Result measure(const BenchModel& model, const ModelSizes& sizes, DType dtype, De
   }
   Result r{model.name,   device.str(), dtype_name(dtype), dtype_size(dtype), sizes.tokens, sizes.hidden,
            sizes.extra,  time_stats(ff),    time_stats(uf),         time_stats(fb),         time_stats(ub),    fused.peak,
-           unfused.peak, std::nullopt, std::nullopt,      std::nullopt};
-  if (gemms) r.gemms = time_stats(g);
+           unfused.peak};
+  if (gemms) r.gemms = time_stats(g), r.gemm_flops = gemms->flops;
   if (step) r.fused_step = time_stats(fs), r.unfused_step = time_stats(us), r.micro_batches = step;
   return r;
 }

@@ -21,13 +21,14 @@ struct Result {
   std::map<std::string, int64_t> sizes;  // the model's own size flags
   TimeStats fused_fwd, unfused_fwd, fused_fwd_bwd, unfused_fwd_bwd;
   size_t fused_peak, unfused_peak;
-  std::optional<TimeStats> gemms;                     // mlp_block's six GEMMs alone
+  std::optional<TimeStats> gemms;                     // the block's GEMMs alone (bench_blocks.h)
+  double gemm_flops = 0;                              // theirs, per forward + backward
   std::optional<TimeStats> fused_step, unfused_step;  // with --step
   int micro_batches = 0;                          // per step, with --step
 };
 
-// `step`: the training step's micro-batches, or 0 to leave the step out. For mlp_block it also
-// times the block's six GEMMs alone (bench_blocks.h), interleaved with the rest.
+// `step`: the training step's micro-batches, or 0 to leave the step out. For mlp_block and
+// moe_block it also times the block's GEMMs alone (bench_blocks.h), interleaved with the rest.
 Result measure(const BenchModel& model, const ModelSizes& sizes, DType dtype, Device device, int iters, int step);
 
 }  // namespace fuselab::bench

@@ -119,12 +119,12 @@ std::string cpu_gemm_description() {
 
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T beta, T* c, int64_t ldc) {
+          int64_t ldb, T beta, T* c, int64_t ldc, GemmShape shape) {
   if (m == 0 || n == 0) return;
   if constexpr (!std::is_same_v<T, double>) {
     if (gemm_library<T>(m, n, k) == CpuGemm::Onednn &&
         onednn_matmul<T>({ta, tb, m, n, k, float(alpha), float(beta), a, lda, b, ldb, nullptr, nullptr,
-                          Activation::None, c, ldc})) {
+                          Activation::None, c, ldc, shape == GemmShape::Varying})) {
       return;
     }
   }
@@ -156,7 +156,7 @@ bool gemm_with_epilogue(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
   template CpuGemm cpu_gemm<T>();                                                                                 \
   template CpuGemm gemm_library<T>(int64_t, int64_t, int64_t);                                                    \
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, int64_t, T, T*,  \
-                        int64_t);                                                                                 \
+                        int64_t, GemmShape);                                                                      \
   template bool gemm_with_epilogue<T>(bool, bool, int64_t, int64_t, int64_t, const T*, int64_t, const T*, int64_t, \
                                       const GemmEpilogue<T>&, T*);
 FUSELAB_INSTANTIATE(float)

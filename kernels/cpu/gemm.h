@@ -56,9 +56,18 @@ void set_cpu_gemm(std::optional<CpuGemm> backend);
 // One line for benchmark logs: the library per dtype, oneDNN's ISA and OpenBLAS's kernels.
 std::string cpu_gemm_description();
 
+// Whether a gemm()'s shape comes again. oneDNN makes a primitive for each shape it is given, its
+// kernels generated for that M, N and K (0.1-0.2 ms), and keeps it for the next call of that shape:
+// Recurring, as a training step's GEMMs, the same every step. A mixture of experts' GEMMs (the
+// grouped kernels') take the rows routed to each expert, a new count every call, so each call would
+// make a primitive used once: Varying runs one primitive made for every shape of the call's kind
+// (M, N, K and the leading dimensions given when it runs: oneDNN's gemm:jit, within 0-14% of the
+// specialised kernels' time). OpenBLAS takes both alike.
+enum class GemmShape { Recurring, Varying };
+
 template <class T>
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, GemmShape shape = GemmShape::Recurring);
 
 // What gemm_with_epilogue does with the product: scales it by alpha, adds bias [n] on every row,
 // then addend [m, n], then applies the activation. An activation comes without an addend (the

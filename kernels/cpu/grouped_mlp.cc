@@ -75,11 +75,11 @@ void row_dots(const T* p, const T* q, int64_t m, int64_t width, T* dweights, con
   }
 }
 
-// c = op(a) op(b) + beta c, alpha 1.
+// c = op(a) op(b) + beta c, alpha 1; m or k is an expert's rows, which vary from call to call.
 template <class T>
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
           T* c, int64_t ldc) {
-  cpu::gemm<T>(ta, tb, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc);
+  cpu::gemm<T>(ta, tb, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc, cpu::GemmShape::Varying);
 }
 
 // Inside the parallel loop over the experts the GLU kernels' own loops run on the calling thread

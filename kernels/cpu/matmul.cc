@@ -39,10 +39,11 @@ void GroupedMatmul<T>::cpu(KernelContext&) const {
         return;
       }
       cpu::gemm<T>(true, false, a_cols, out_cols, rows, T(1), a + first * a_cols, a_cols, w + first * out_cols,
-                   out_cols, T(0), out_g, out_cols);
+                   out_cols, T(0), out_g, out_cols, cpu::GemmShape::Varying);
     } else if (rows > 0) {
       cpu::gemm<T>(false, transpose_w, rows, out_cols, a_cols, T(1), a + first * a_cols, a_cols,
-                   w + g * a_cols * out_cols, transpose_w ? a_cols : out_cols, T(0), out + first * out_cols, out_cols);
+                   w + g * a_cols * out_cols, transpose_w ? a_cols : out_cols, T(0), out + first * out_cols, out_cols,
+                   cpu::GemmShape::Varying);
     }
   });
 }

@@ -74,6 +74,21 @@ std::optional<Matmul> make_matmul(const Key& key) {
   }
 }
 
+// The key with every size and leading dimension left to run time: one primitive for all shapes.
+Key any_shape(Key key) {
+  key.m = key.n = key.k = key.lda = key.ldb = key.ldc = DNNL_RUNTIME_DIM_VAL;
+  return key;
+}
+
+// The primitive a call of `key` runs: the one for any shape where the call's shape varies and
+// oneDNN has a fast one (gemm:jit), else the shape's own.
+std::optional<Matmul> matmul_for(const Key& key, bool varying_shape) {
+  if (varying_shape) {
+    if (auto matmul = cached<Key, std::optional<Matmul>>(any_shape(key), make_matmul)) return matmul;
+  }
+  return cached<Key, std::optional<Matmul>>(key, make_matmul);
+}
+
 }  // namespace
 
 template <class T>
@@ -83,7 +98,7 @@ bool onednn_matmul(const OnednnMatmul<T>& g) {
   const OpenMpThreads use_threads(threads);
   const Key key{data_type<T>(), g.transpose_a, g.transpose_b, g.m,    g.n,       g.k,     g.lda,        g.ldb,
                 g.ldc,          g.alpha,       g.beta,        g.bias != nullptr, g.addend != nullptr, g.act, threads};
-  const auto matmul = cached<Key, std::optional<Matmul>>(key, make_matmul);
+  const auto matmul = matmul_for(key, g.varying_shape);
   if (!matmul) return false;
   thread_local std::vector<char> scratchpad;  // this thread's, grown to the largest GEMM it ran
   if (scratchpad.size() < matmul->scratchpad.get_size()) scratchpad.resize(matmul->scratchpad.get_size());

@@ -10,7 +10,9 @@
 // has no float64.
 //
 // A primitive is made once per (shape, leading dimensions, dtype, transposes, post-ops, threads)
-// and kept in a small thread-safe map, as kernels/cuda/gemm.cu keeps cuBLASLt's algorithms.
+// and kept in a small thread-safe map, as kernels/cuda/gemm.cu keeps cuBLASLt's algorithms; with
+// varying_shape, once per (dtype, transposes, post-ops, threads), the shape and leading dimensions
+// given when it runs (where oneDNN has no fast such primitive, the shape's own runs instead).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +37,7 @@ struct OnednnMatmul {
   Activation act;
   T* c;
   int64_t ldc;
+  bool varying_shape = false;  // run the primitive made for every shape of its kind (gemm.h, GemmShape)
 };
 
 // Runs the matmul and returns true, or returns false with C untouched when oneDNN has only its

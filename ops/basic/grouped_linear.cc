@@ -2,25 +2,11 @@
 
 #include <cmath>
 
-#include "kernels/matmul.h"
 #include "tensor/factories.h"
-#include "tensor/launch.h"
 #include "tensor/tensor_math.h"
 
 namespace fuselab {
 namespace {
-
-// The grouped products (kernels/matmul.h, GroupedMatmul): out[rows_g] = a[rows_g] op(w_g), or with
-// weight_grad out_g = a[rows_g]^T w[rows_g]; out is written whole.
-void grouped_matmul(const Tensor& out, const Tensor& a, const Tensor& w, bool weight_grad, bool transpose_w,
-                    const std::vector<int64_t>& sizes) {
-  const int64_t out_cols = weight_grad ? w.size(1) : out.size(1);
-  launch_floating<WithBFloat16::Yes>("GroupedLinear", a, [&](auto zero) {
-    using T = decltype(zero);
-    return kernels::GroupedMatmul<T>{weight_grad, transpose_w, int64_t(sizes.size()), sizes.data(), a.size(1),
-                                     out_cols,    a.ptr<T>(),  w.ptr<T>(),            out.ptr<T>()};
-  });
-}
 
 // b_g, [1, out], a view of the stacked bias.
 Tensor group_bias(const Tensor& bias, int64_t g) { return bias.slice(g, g + 1); }
@@ -57,7 +43,7 @@ OpForward GroupedLinear::op_forward(OpContext& ctx, const Tensor& x, const std::
   const Tensor rows = x.view({-1, in_});
   const std::vector<int64_t> sizes = checked_sizes(extra.at(0), rows.size(0));
   Tensor y = empty({rows.size(0), out_}, x.dtype(), x.device());  // the groups cover every row
-  grouped_matmul(y, rows, weight(), /*weight_grad=*/false, /*transpose_w=*/true, sizes);
+  math::grouped_matmul_into(y, rows, weight(), /*weight_grad=*/false, /*transpose_w=*/true, sizes);
   for (int64_t g = 0, start = 0; has_bias() && g < groups_; start += sizes[size_t(g)], ++g) {
     if (sizes[size_t(g)] == 0) continue;
     Tensor y_g = y.slice(start, start + sizes[size_t(g)]);
@@ -76,8 +62,8 @@ OpBackward GroupedLinear::op_backward(OpContext& ctx, const Tensor& dy, const st
   Tensor dx = ctx.input_requires_grad ? empty(saved.input.shape(), dy.dtype(), dy.device()) : Tensor();
   Tensor dw = ctx.params_require_grad.at(0) ? empty(saved.weight.shape(), dy.dtype(), dy.device()) : Tensor();
   Tensor db = has_bias() && ctx.params_require_grad.at(1) ? zeros({groups_, out_}, dy.dtype(), dy.device()) : Tensor();
-  if (dx.defined()) grouped_matmul(dx, dy_rows, saved.weight, /*weight_grad=*/false, /*transpose_w=*/false, sizes);
-  if (dw.defined()) grouped_matmul(dw, dy_rows, saved.input, /*weight_grad=*/true, false, sizes);
+  if (dx.defined()) math::grouped_matmul_into(dx, dy_rows, saved.weight, /*weight_grad=*/false, /*transpose_w=*/false, sizes);
+  if (dw.defined()) math::grouped_matmul_into(dw, dy_rows, saved.input, /*weight_grad=*/true, false, sizes);
   for (int64_t g = 0, start = 0; db.defined() && g < groups_; start += sizes[size_t(g)], ++g) {
     const int64_t end = start + sizes[size_t(g)];
     if (end == start) continue;
