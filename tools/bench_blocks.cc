@@ -140,7 +140,7 @@ Limits measure_limits(const BenchModel& model, Device device) {
 
 AgainstLimits against_limits(const Result& r, const Limits& limits) {
   AgainstLimits a;
-  if (r.gemms && limits.fma_peak_gflops) {
+  if (r.gemms && limits.fma_peak_gflops && r.dtype == "float32") {
     const double peak_tflops = *limits.fma_peak_gflops * *limits.threads / 1e3;
     a.fraction_of_peak = gemm_tflops(r, r.fused_fwd_bwd) / peak_tflops;
     a.gemms_fraction_of_peak = gemm_tflops(r, *r.gemms) / peak_tflops;

@@ -59,8 +59,9 @@ Limits measure_limits(const BenchModel& model, Device device);
 
 // One run against the limits; each share is empty where it does not apply.
 struct AgainstLimits {
-  // mlp_block, moe_block: GEMM FLOP/s over (peak x threads), fused and for the GEMMs alone, and the share of
-  // the fused forward + backward outside the GEMMs (1 - GEMMs alone / fused).
+  // mlp_block, moe_block in float32 (the peak is float32's FMA): GEMM FLOP/s over (peak x threads),
+  // fused and for the GEMMs alone, and the share of the fused forward + backward outside the GEMMs
+  // (1 - GEMMs alone / fused).
   std::optional<double> fraction_of_peak, gemms_fraction_of_peak, outside_gemms_fraction;
   // norm_block: minimum bytes per pass and their rate over the copy bandwidth, for forward, backward
   // and the two together. The backward's time is forward + backward less forward, so it includes

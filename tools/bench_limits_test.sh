@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The bench puts each run against the machine's limits: mlp_block's JSON has the FMA peak and its
-# GEMM work's share of it, norm_block's and rmsnorm's the bytes they must move and their share of
-# the copy bandwidth; every value is sane (speed itself is not tested). norm_block and rmsnorm run
+# The bench puts each run against the machine's limits: mlp_block's and moe_block's JSON have the
+# FMA peak and their GEMM work's share of it (float32 only), moe_block's the FLOPs of its GEMMs;
+# norm_block's and rmsnorm's the bytes they must move and their share of the copy bandwidth; every
+# value is sane (speed itself is not tested). norm_block and rmsnorm run
 # on tensors larger than the last-level cache, which is what the copy bandwidth is measured on.
 # Argument: the bench binary.
 set -euo pipefail
@@ -9,6 +10,10 @@ bench="$1"
 dir="${TEST_TMPDIR:-$(mktemp -d)}"
 command -v python3 >/dev/null || { echo "FAIL: python3 is needed to read the JSON reports"; exit 1; }
 "$bench" --model mlp_block --tokens 256 --hidden 64 --iters 3 --json "$dir/mlp.json" >"$dir/mlp.txt"
+"$bench" --model moe_block --tokens 256 --hidden 32 --experts 4 --top-k 2 --expert-hidden 48 --iters 3 \
+  --json "$dir/moe.json" >/dev/null
+"$bench" --model moe_block --tokens 256 --hidden 32 --experts 4 --top-k 2 --expert-hidden 48 --iters 1 \
+  --dtype bfloat16 --json "$dir/moe_bf16.json" >/dev/null
 "$bench" --model norm_block --tokens 16384 --hidden 256 --iters 3 --json "$dir/norm.json" >"$dir/norm.txt"
 "$bench" --model rmsnorm --tokens 16384 --hidden 256 --iters 3 --json "$dir/rmsnorm.json" >"$dir/rmsnorm.txt"
 grep -q "of the FMA peak" "$dir/mlp.txt" || { echo "FAIL: mlp_block prints no share of the FMA peak"; exit 1; }
@@ -32,6 +37,17 @@ share(mlp, "fraction_of_peak")
 share(mlp, "gemms_fraction_of_peak")
 assert mlp["outside_gemms_fraction"] < 1, mlp
 assert mlp["memory_copy_gbps"] is None and mlp["forward_bytes"] is None, mlp
+
+# moe_block's floor: the experts' six GEMMs over its 256 x 2 routed rows, 2 flops a multiply-add:
+# u = x W1^T (width 32 -> 2 x 48), y = a W2^T (48 -> 32), and two GEMMs of each size in backward.
+[moe] = json.load(open(f"{d}/moe.json"))
+assert moe["gemms_fwd_bwd_ms"] > 0, moe
+flops = moe["fused_fwd_bwd_tflops"] * 1e9 * moe["fused_fwd_bwd_ms"]
+assert abs(flops - 2 * 3 * 512 * (96 * 32 + 32 * 48)) < 1e-6 * flops, (flops, moe)
+share(moe, "fraction_of_peak")
+share(moe, "gemms_fraction_of_peak")
+[moe_bf16] = json.load(open(f"{d}/moe_bf16.json"))
+assert moe_bf16["gemms_fwd_bwd_ms"] > 0 and moe_bf16["fraction_of_peak"] is None, moe_bf16  # a float32 peak
 
 tensor = 16384 * 256 * 4  # one float32 [tokens, hidden] tensor
 [norm] = json.load(open(f"{d}/norm.json"))
