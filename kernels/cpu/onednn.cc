@@ -59,11 +59,11 @@ struct Matmul {
 // The primitive for a key, or none where oneDNN has only its reference implementation ("ref:any",
 // scalar loops far slower than OpenBLAS) or none at all.
 std::optional<Matmul> make_matmul(const Key& key) {
-  dnnl::primitive_attr attr;
-  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  attr.set_post_ops(post_ops(key));
-  if (key.alpha != 1) attr.set_output_scales(0, {key.alpha});
   try {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    attr.set_post_ops(post_ops(key));  // a binary post-op takes no sizes given at run time
+    if (key.alpha != 1) attr.set_output_scales(0, {key.alpha});
     const dnnl::matmul::desc desc = key.bias ? dnnl::matmul::desc(a_desc(key), b_desc(key), bias_desc(key), c_desc(key))
                                              : dnnl::matmul::desc(a_desc(key), b_desc(key), c_desc(key));
     const dnnl::matmul::primitive_desc pd(desc, attr, cpu_engine());
