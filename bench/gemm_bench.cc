@@ -1,8 +1,9 @@
 // GEMM rate (GFLOP/s) of kernels::cpu::gemm, which FuseLab's Linear ops call, beside OpenBLAS's
 // cblas_sgemm called directly, for square float32 matrices; oneDNN against OpenBLAS, each called
-// directly, on FlashAttention's tile products (where gemm_library's size rule comes from); and a
+// directly, on FlashAttention's tile products (where gemm_library's size rule comes from); a
 // weight grad accumulated into an existing grad, by a GEMM and an add pass against one GEMM with
-// beta = 1 (oneDNN's sum post-op).
+// beta = 1 (oneDNN's sum post-op); the MLP block's six GEMMs; and the MoE block's, one by one,
+// with 8 experts and with 64.
 //
 //   bazel run -c opt //bench:gemm_bench -- --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
@@ -92,6 +93,34 @@ void BM_MlpBlockGemms(benchmark::State& state) {
                                                 benchmark::Counter::kIs1000);
 }
 
+// One of the MoE block's six grouped GEMMs (//tools:bench --model moe_block: 4096 tokens, top-2,
+// width 256, expert hidden 512) over E experts of equal rows, as the GroupedLinears call them
+// (math::grouped_matmul_into): per expert, range(1) picks
+//   0: u = x W1^T [rows, 1024]   1: y = a W2^T [rows, 256]   (forward)
+//   2: da = dy W2   3: dW2 = dy^T a   4: dx = du W1   5: dW1 = du^T x   (backward)
+// With 64 experts each has 128 rows and the weights are 100 MB, against 1024 rows and 12.5 MB.
+void BM_ExpertGemm(benchmark::State& state) {
+  const int64_t experts = state.range(0), gemm = state.range(1);
+  const int64_t rows = 8192, width = 256, hidden = 512;
+  const std::vector<int64_t> sizes(size_t(experts), rows / experts);
+  const Tensor x = randn({rows, width}), w1 = randn({experts, 2 * hidden, width}), a = randn({rows, hidden}),
+               w2 = randn({experts, width, hidden}), dy = randn({rows, width}), du = randn({rows, 2 * hidden});
+  struct Product {
+    Tensor a, w;
+    bool weight_grad, transpose_w;
+    Shape out;
+  };
+  const Product products[] = {{x, w1, false, true, {rows, 2 * hidden}},          {a, w2, false, true, {rows, width}},
+                              {dy, w2, false, false, {rows, hidden}},            {dy, a, true, false, {experts, width, hidden}},
+                              {du, w1, false, false, {rows, width}},             {du, x, true, false, {experts, 2 * hidden, width}}};
+  const Product& p = products[gemm];
+  const Tensor out = empty(p.out);
+  for (auto _ : state) math::grouped_matmul_into(out, p.a, p.w, p.weight_grad, p.transpose_w, sizes);
+  const double flops = 2.0 * double(rows) * double(gemm == 0 || gemm >= 4 ? 2 * hidden * width : hidden * width);
+  state.counters["GFLOPs"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
+}
+
 // grad += dy^T x for a Linear [out, in] over `rows` rows, as the second micro-batch of a step adds
 // its weight grad: range(3) 0 makes dW and adds it in a second pass (a new tensor, as before),
 // 1 adds in the GEMM (math::matmul_add_into).
@@ -127,6 +156,11 @@ BENCHMARK(BM_MlpBlockGemms)
     ->ArgsProduct({{256, 4096}, {256}, {0, 1}})
     ->Args({4096, 1024, 0})
     ->Args({4096, 1024, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_ExpertGemm)
+    ->ArgNames({"experts", "gemm"})
+    ->ArgsProduct({{8, 64}, {0, 1, 2, 3, 4, 5}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Sgemm)
