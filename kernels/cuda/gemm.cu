@@ -146,9 +146,10 @@ struct GemmCall {
 using GemmKey = std::tuple<int, int, int, bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, uint32_t,
                            uint32_t, uint32_t, int>;
 
-// cuBLASLt's best algorithm for one GEMM shape and epilogue, asked once per key and cached for the
-// process (found = false when it has none). The preference states the workspace and the
-// operands' real alignment.
+// cuBLASLt's best algorithm for one GEMM shape and epilogue, asked once per key and cached (found =
+// false when it has none). The preference states the workspace and the operands' real alignment.
+// The map is bounded, as the CPU's primitives are (kernels/cpu/onednn_runtime.h): a program with
+// endlessly new shapes (attention over a growing KV cache) starts it over instead of growing.
 struct CachedAlgorithm {
   bool found;
   cublasLtMatmulAlgo_t algo;
@@ -177,6 +178,8 @@ CachedAlgorithm algorithm_for(const GemmKey& key, const DeviceGemmState& state, 
   check_cublas(cublasLtMatmulAlgoGetHeuristic(state.handle, d.op, d.first, d.second, d.out, d.out, d.preference, 1,
                                               &heuristic, &found),
                "cublasLtMatmulAlgoGetHeuristic");
+  constexpr size_t kCapacity = 4096;
+  if (cache->size() >= kCapacity) cache->clear();
   return (*cache)[key] = {found > 0, heuristic.algo};
 }
 
