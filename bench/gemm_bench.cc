@@ -110,9 +110,9 @@ void BM_ExpertGemm(benchmark::State& state) {
     bool weight_grad, transpose_w;
     Shape out;
   };
-  const Product products[] = {{x, w1, false, true, {rows, 2 * hidden}},          {a, w2, false, true, {rows, width}},
-                              {dy, w2, false, false, {rows, hidden}},            {dy, a, true, false, {experts, width, hidden}},
-                              {du, w1, false, false, {rows, width}},             {du, x, true, false, {experts, 2 * hidden, width}}};
+  const Product products[] = {{x, w1, false, true, {rows, 2 * hidden}},  {a, w2, false, true, {rows, width}},
+                              {dy, w2, false, false, {rows, hidden}},    {dy, a, true, false, {experts, width, hidden}},
+                              {du, w1, false, false, {rows, width}},     {du, x, true, false, {experts, 2 * hidden, width}}};
   const Product& p = products[gemm];
   const Tensor out = empty(p.out);
   for (auto _ : state) math::grouped_matmul_into(out, p.a, p.w, p.weight_grad, p.transpose_w, sizes);

@@ -24,12 +24,13 @@
 // a device-to-device copy of the same tensor, interleaved, and reports GB/s for the bytes each
 // must move: forward reads x and writes y, backward reads x and dy and writes dx (the weight, the
 // rstd and dw are O(rows + cols)); the copy reads and writes once. That is the GPU RMSNorm
-// target: at least 80% of the copy's bandwidth. mlp_block and moe_block report TFLOP/s of their GEMM work.
+// target: at least 80% of the copy's bandwidth. mlp_block and moe_block report TFLOP/s of their
+// GEMM work.
 //
 // Each run is also put against the machine's limits, measured in the same process (CPU only;
-// tools/machine_limits.h): mlp_block's and moe_block's GEMM work as a share of the FMA peak times the threads and
-// the share of its time spent outside the GEMMs; norm_block's and rmsnorm's minimum bytes as a
-// share of the copy bandwidth.
+// tools/machine_limits.h): mlp_block's and moe_block's GEMM work as a share of the FMA peak times
+// the threads and the share of their time spent outside the GEMMs (float32); norm_block's and
+// rmsnorm's minimum bytes as a share of the copy bandwidth.
 //
 // --per-fusion measures each registered fusion that fires on the model (with every fusion on)
 // alone against fusion off, interleaved, with report_fusions (fuser/fusion_report.h): forward+backward

@@ -1,7 +1,8 @@
-// The bench's figures for the blocks, against the machine's limits: mlp_block's and moe_block's GEMMs
-// alone (the floor a fused block can approach) and their GEMM work as TFLOP/s and a share of the FMA peak;
-// norm_block's minimum bytes as a share of the copy bandwidth; and --model rmsnorm, RMSNorm's
-// forward and backward alone (the op's own calls, no tape) beside a copy of the same tensor, in GB/s.
+// The bench's figures for the blocks, against the machine's limits: mlp_block's and moe_block's
+// GEMMs alone (the floor a fused block can approach) and their GEMM work as TFLOP/s and a share of
+// the FMA peak; norm_block's minimum bytes as a share of the copy bandwidth; and --model rmsnorm,
+// RMSNorm's forward and backward alone (the op's own calls, no tape) beside a copy of the same
+// tensor, in GB/s.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +55,7 @@ struct Limits {
   std::optional<double> memory_gbps, threads;
 };
 
+// Whether block_gemms has the model's GEMMs (mlp_block, moe_block).
 bool has_block_gemms(const std::string& model);
 Limits measure_limits(const BenchModel& model, Device device);
 

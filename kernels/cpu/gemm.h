@@ -61,8 +61,9 @@ std::string cpu_gemm_description();
 // Recurring, as a training step's GEMMs, the same every step. A mixture of experts' GEMMs (the
 // grouped kernels') take the rows routed to each expert, a new count every call, so each call would
 // make a primitive used once: Varying runs one primitive made for every shape of the call's kind
-// (M, N, K and the leading dimensions given when it runs: oneDNN's gemm:jit, within 0-14% of the
-// specialised kernels' time). OpenBLAS takes both alike.
+// (M, N, K and the leading dimensions given when it runs: oneDNN's gemm:jit, slower than the
+// specialised kernels on small GEMMs, level or faster on large ones; bench/RESULTS.md). OpenBLAS
+// takes both alike.
 enum class GemmShape { Recurring, Varying };
 
 template <class T>
