@@ -43,7 +43,7 @@ assert mlp["memory_copy_gbps"] is None and mlp["forward_bytes"] is None, mlp
 [moe] = json.load(open(f"{d}/moe.json"))
 assert moe["gemms_fwd_bwd_ms"] > 0, moe
 flops = moe["fused_fwd_bwd_tflops"] * 1e9 * moe["fused_fwd_bwd_ms"]
-assert abs(flops - 2 * 3 * 512 * (96 * 32 + 32 * 48)) < 1e-6 * flops, (flops, moe)
+assert abs(flops - 2 * 3 * 512 * (96 * 32 + 32 * 48)) < 1e-4 * flops, (flops, moe)  # JSON keeps 6 digits
 share(moe, "fraction_of_peak")
 share(moe, "gemms_fraction_of_peak")
 [moe_bf16] = json.load(open(f"{d}/moe_bf16.json"))
