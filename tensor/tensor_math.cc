@@ -183,11 +183,30 @@ void matmul_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b
 
 void grouped_matmul_into(const Tensor& out, const Tensor& a, const Tensor& w, bool weight_grad, bool transpose_w,
                          const std::vector<int64_t>& sizes) {
-  const int64_t out_cols = weight_grad ? w.size(1) : out.size(1);
-  launch_floating<WithBFloat16::Yes>("grouped_matmul", a, [&](auto zero) {
+  const int64_t groups = int64_t(sizes.size());
+  int64_t rows = 0;
+  for (int64_t size : sizes) {
+    check(size >= 0, "grouped_matmul_into: a group of size ", size);
+    rows += size;
+  }
+  check(a.dim() == 2 && w.dim() == (weight_grad ? 2 : 3) && out.dim() == (weight_grad ? 3 : 2),
+        "grouped_matmul_into: a must be 2-D, w ", weight_grad ? "2" : "3", "-D and out ", weight_grad ? "3" : "2",
+        "-D, got a ", a.shape(), ", w ", w.shape(), ", out ", out.shape());
+  const int64_t a_cols = a.size(1), out_cols = weight_grad ? w.size(1) : out.size(1);
+  const Shape want_w = weight_grad   ? Shape{rows, out_cols}
+                       : transpose_w ? Shape{groups, out_cols, a_cols}
+                                     : Shape{groups, a_cols, out_cols};
+  const Shape want_out = weight_grad ? Shape{groups, a_cols, out_cols} : Shape{rows, out_cols};
+  check(a.size(0) == rows && w.shape() == want_w && out.shape() == want_out && w.dtype() == a.dtype() &&
+            out.dtype() == a.dtype() && w.device() == a.device() && out.device() == a.device(),
+        "grouped_matmul_into: for ", groups, " groups of ", rows, " rows, a [", rows, ", ", a_cols, "] needs w ",
+        want_w, " and out ", want_out, " of its dtype and device; got a ", a.shape(), " ", a.dtype(), " on ",
+        a.device(), ", w ", w.shape(), " ", w.dtype(), " on ", w.device(), ", out ", out.shape(), " ", out.dtype(),
+        " on ", out.device());
+  launch_floating<WithBFloat16::Yes>("grouped_matmul_into", a, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::GroupedMatmul<T>{weight_grad, transpose_w, int64_t(sizes.size()), sizes.data(), a.size(1),
-                                     out_cols,    a.ptr<T>(),  w.ptr<T>(),            out.ptr<T>()};
+    return kernels::GroupedMatmul<T>{weight_grad, transpose_w, groups,     sizes.data(),
+                                     a_cols,      out_cols,    a.ptr<T>(), w.ptr<T>(), out.ptr<T>()};
   });
 }
 

@@ -50,7 +50,8 @@ void matmul_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b
 // The products of a grouped Linear (kernels/matmul.h, GroupedMatmul), into out written whole, for
 // `sizes` [G] groups of consecutive rows of a (on the host, summing to its rows): out[rows_g] = a[rows_g]
 // op(w_g) with w [G, ., .], op transposing with transpose_w; or with weight_grad out_g = a[rows_g]^T
-// w[rows_g] with w [R, .], out [G, ., .], 0 for a group without rows. The caller checks the shapes.
+// w[rows_g] with w [R, .], out [G, ., .], 0 for a group without rows. Throws for sizes, shapes,
+// dtypes or devices that do not agree.
 void grouped_matmul_into(const Tensor& out, const Tensor& a, const Tensor& w, bool weight_grad, bool transpose_w,
                          const std::vector<int64_t>& sizes);
 // out[i] = table[ids[i]] for a [V, D] table and int64 ids on its device (throws naming `op` when

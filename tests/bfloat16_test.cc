@@ -1,6 +1,7 @@
 // bfloat16: the rounding itself, casts and their grads, models of the ops and fused ops that take
-// it (an MLP block, a residual branch, a SwiGLU MLP, a mixture of experts) against the same model in float32 (each op alone is in the op-case table, op_cases.cc),
-// float32 master weights in the optimizers, checkpoints, and the clear error every other op gives.
+// it (an MLP block, a residual branch, a SwiGLU MLP, a mixture of experts) against the same model
+// in float32 (each op alone is in the op-case table, op_cases.cc), float32 master weights in the
+// optimizers, checkpoints, and the clear error every other op gives.
 #include <gtest/gtest.h>
 
 #include <cmath>

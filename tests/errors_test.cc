@@ -6,6 +6,7 @@
 #include "autograd/functional.h"
 #include "kernels/cuda/device_api.h"
 #include "tensor/factories.h"
+#include "tensor/tensor_math.h"
 #include "tests/expect_error.h"
 
 namespace fuselab {
@@ -30,6 +31,29 @@ TEST(Errors, ShapeMismatchesNameOpAndShapes) {
   expect_error([] { reshape(zeros({2, 3}), {4}); }, {"reshape:", "[2, 3]", "[4]"});
   expect_error([] { reshape(zeros({2, 3}), {-1, -1}); }, {"reshape:", "more than one -1"});
   expect_error([] { reshape(zeros({2, 3}), {4, -1}); }, {"reshape:", "[2, 3]", "[4, -1]"});
+}
+
+// The grouped products (GroupedLinear's, the bench's) check their operands against the groups.
+TEST(Errors, GroupedProductsNameTheirShapes) {
+  const auto grouped = [](const Tensor& out, const Tensor& a, const Tensor& w, bool weight_grad,
+                          const std::vector<int64_t>& sizes) {
+    math::grouped_matmul_into(out, a, w, weight_grad, /*transpose_w=*/!weight_grad, sizes);
+  };
+  // a [3, 4] in groups of 2 and 1: w [2, 5, 4] gives out [3, 5]; as weight grads, w [3, 5] gives out [2, 4, 5].
+  grouped(zeros({3, 5}), zeros({3, 4}), zeros({2, 5, 4}), false, {2, 1});
+  grouped(zeros({2, 4, 5}), zeros({3, 4}), zeros({3, 5}), true, {2, 1});
+  expect_error([&] { grouped(zeros({3, 5}), zeros({3, 4}), zeros({2, 5, 4}), false, {2, 2}); },
+               {"grouped_matmul_into", "4 rows", "[3, 4]"});
+  expect_error([&] { grouped(zeros({3, 5}), zeros({3, 4}), zeros({2, 4, 5}), false, {2, 1}); },
+               {"grouped_matmul_into", "[2, 5, 4]", "[2, 4, 5]"});
+  expect_error([&] { grouped(zeros({2, 4, 4}), zeros({3, 4}), zeros({3, 5}), true, {2, 1}); },
+               {"grouped_matmul_into", "[2, 4, 5]", "[2, 4, 4]"});
+  expect_error([&] { grouped(zeros({3, 5}), zeros({3, 4}), zeros({2, 5, 4}, DType::Float64), false, {2, 1}); },
+               {"grouped_matmul_into", "float32", "float64"});
+  expect_error([&] { grouped(zeros({3, 5}), zeros({3, 4}), zeros({5, 4}), false, {2, 1}); },
+               {"grouped_matmul_into", "3-D", "[5, 4]"});
+  expect_error([&] { grouped(zeros({3, 5}), zeros({3, 4}), zeros({2, 5, 4}), false, {4, -1}); },
+               {"grouped_matmul_into", "size -1"});
 }
 
 TEST(Errors, DtypeMismatchesNameBothOperands) {
