@@ -36,6 +36,7 @@ const bool kRegistered = [] {
       flash_attention_fusion(),
       routed_grouped_mlp_fusion(),  // before GroupedMlp, which would take its experts alone
       grouped_mlp_fusion(),
+      scaled_grouped_mlp_fusion(),
       lm_head_cross_entropy_fusion(),
   };
   for (const FusionDefinition& fusion : builtins) {

@@ -18,7 +18,15 @@
 //   dy_i = w[c_i] g_i,  g_i = dout[c_i / k]
 //   dw[c_i] = <g_i, y_i> = <(g W2_g)_i, a_i>,   da_i = w[c_i] (g W2_g)_i,   dW2_g = g^T (w a)
 //
-// so y is not kept for backward, nor dy written. u is kept for backward, and a too unless the
+// so y is not kept for backward, nor dy written. Scaled (a ScaledGatedLinearUnit between the
+// GroupedLinears, TransformerEngine's ScaledSwiGLU), row i's GLU output is s_i glu(u_i), s the
+// scale of each row, and as y is linear in it the chain computes
+//
+//   y_i = s_i (a W2_g^T)_i,  a = glu(u) unscaled
+//   ds_i = <(dy W2_g)_i, a_i>,   da_i = s_i (dy W2_g)_i,   dW2_g = (s dy)^T a
+//
+// the routed backward with s for w and dy for g, and the routed forward's product scaled (routed,
+// MoEUnpermute's weighted sum scales it). u is kept for backward, and a too unless the
 // backward recomputes it from u (`act` null); an expert without rows gets dW1_g = dW2_g = 0. The
 // two backends order the work for their hardware:
 // - CPU (kernels/cpu/grouped_mlp.cc): each expert runs its whole chain before the next, in chunks
@@ -50,6 +58,7 @@ struct GroupedMlpForward {
   int64_t top_k;           // routed: the copies of each token
   const T* w1;             // [groups, 2 hidden, in]
   const T* w2;             // [groups, out, hidden]
+  const T* scale;          // scaled: s [rows], which multiplies y's rows; else null
   T* pre;                  // u [rows, 2 hidden], kept for backward, or null
   T* act;                  // a [rows, hidden], kept for backward, or null (backward recomputes it)
   T* y;                    // [rows, out]
@@ -70,11 +79,11 @@ struct GroupedMlpBackward {
   const T* pre;      // u, as the forward kept it
   const T* act;      // a, as the forward kept it, or null: recomputed from u
   const T* dy;       // [rows, out], or routed dout [tokens, out]
-  const T* weights;  // routed: the routing weights [tokens, top_k]; else null
+  const T* weights;  // routed: the routing weights [tokens, top_k], row i's w[c_i]; scaled: s [rows]; else null
   T* dx;             // [rows, in], each row's own (summing a token's copies is MoEPermute's backward), or null
   T* dw1;            // [groups, 2 hidden, in], or null
   T* dw2;            // [groups, out, hidden], or null
-  T* dweights;       // routed: the weights' grads [tokens, top_k], written for the copies in the rows; or null
+  T* dweights;       // the weights' grads, of their shape (routed: written for the copies in the rows), or null
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 

@@ -20,6 +20,7 @@
 #include "ops/basic/make_extra_output.h"
 #include "ops/basic/moe_mlp.h"
 #include "ops/basic/rmsnorm.h"
+#include "ops/fused/grouped_mlp.h"
 #include "optim/adamw.h"
 #include "optim/sgd.h"
 #include "tensor/factories.h"
@@ -230,6 +231,26 @@ TEST(BFloat16, MixtureOfExpertsMatchesFloat32) {
       expect_close_to_float32(testing::run_with_backward(model, x, {}),
                               testing::run_with_backward(reference, x.to(DType::Float32), {}));
     }
+  }
+}
+
+// The experts with the scaled GLU (ScaledGroupedMlp's example: the scale of each expert row from
+// the caller), fused and not, against float32 on the same rounded weights and inputs.
+TEST(BFloat16, ScaledExpertsMatchFloat32) {
+  const FusionDefinition fusion = scaled_grouped_mlp_fusion();
+  for (bool fused : {true, false}) {
+    SCOPED_TRACE(fused ? "fused" : "unfused");
+    Generator gen(11), same(11);
+    const FusionExample e = fusion.example(300, 16, DType::BFloat16, gen);
+    const FusionExample r = fusion.example(300, 16, DType::BFloat16, same);
+    Sequential model(e.ops), reference(r.ops);
+    model.set_fusion_switches(fused);
+    reference.to(DType::Float32).set_fusion_switches(fused);
+    EXPECT_EQ(model.describe().find(fusion.name) != std::string::npos, fused) << model.describe();
+    std::vector<Tensor> extras;
+    for (const Tensor& extra : r.extra_inputs) extras.push_back(extra.dtype() == DType::Int64 ? extra : extra.to(DType::Float32));
+    expect_close_to_float32(testing::run_with_backward(model, e.input, e.extra_inputs),
+                            testing::run_with_backward(reference, r.input.to(DType::Float32), extras));
   }
 }
 

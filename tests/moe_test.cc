@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <numeric>
 
 #include "autograd/functional.h"
@@ -151,22 +152,36 @@ struct ChosenRouting {
 };
 
 // The permute, the experts' MLP of `hidden` and the unpermute in `dtype`, routed as `r` says: each
-// fusion against the basic ops, and each as a program registers it to keep the GLU's output.
-void expect_grouped_mlp_matches(const ChosenRouting& r, int64_t hidden, DType dtype) {
+// fusion against the basic ops, and each as a program registers it to keep the GLU's output. Scaled,
+// the GLU is ScaledSwiGLU, each expert row's scale from the test, and the fusions ScaledGroupedMlp's.
+void expect_grouped_mlp_matches(const ChosenRouting& r, int64_t hidden, DType dtype, bool scaled = false) {
   const int64_t rows = int64_t(r.chosen.size()) / r.top_k, width = 5;
-  const FusionDefinition keeping = grouped_mlp_fusion(false), routed_keeping = routed_grouped_mlp_fusion(false);
-  const ScopedFusion registered(register_forward_backward_fusion(keeping.name, keeping.fn));
-  const ScopedFusion routed_registered(register_forward_backward_fusion(routed_keeping.name, routed_keeping.fn));
-  for (const FusionDefinition& fusion : {grouped_mlp_fusion(), routed_grouped_mlp_fusion(), keeping, routed_keeping}) {
+  const std::vector<FusionDefinition> fusions =
+      scaled ? std::vector<FusionDefinition>{scaled_grouped_mlp_fusion(), scaled_grouped_mlp_fusion(false)}
+             : std::vector<FusionDefinition>{grouped_mlp_fusion(), routed_grouped_mlp_fusion(),
+                                             grouped_mlp_fusion(false), routed_grouped_mlp_fusion(false)};
+  std::vector<std::unique_ptr<ScopedFusion>> registered;
+  for (const FusionDefinition& fusion : fusions) {
+    if (fusion.name.find("KeepingActivation") != std::string::npos) {
+      registered.push_back(std::make_unique<ScopedFusion>(register_forward_backward_fusion(fusion.name, fusion.fn)));
+    }
+  }
+  for (const FusionDefinition& fusion : fusions) {
     Generator gen(21);
     MoEMlpConfig config{width, hidden, r.experts, r.top_k};
     config.capacity_factor = r.capacity_factor;
-    Sequential seq(moe_experts(config, "moe", gen).ops);
+    std::vector<std::shared_ptr<BasicOp>> ops = moe_experts(config, "moe", gen).ops;
+    if (scaled) ops[2] = std::make_shared<ScaledSwiGLU>();
+    Sequential seq(ops);
     seq.to(dtype);
     const Tensor x = normal({rows, width}, 0, 1, dtype, &gen);
-    const Tensor weights = uniform({rows, r.top_k}, 0, 1, dtype, &gen);
-    const FusionCheckResult result =
-        check_fusion(fusion.name, seq, x, {from_vector<int64_t>(r.chosen, {rows, r.top_k}), weights});
+    const Tensor indices = from_vector<int64_t>(r.chosen, {rows, r.top_k});
+    std::vector<Tensor> extras{indices, uniform({rows, r.top_k}, 0, 1, dtype, &gen)};
+    if (scaled) {
+      const int64_t kept = int64_t(MoEPermute(r.experts, r.top_k, r.capacity_factor).order(x, indices).copies.size());
+      extras.insert(extras.begin() + 1, uniform({kept}, 0.5, 1.5, dtype, &gen));
+    }
+    const FusionCheckResult result = check_fusion(fusion.name, seq, x, extras);
     EXPECT_TRUE(result.ok) << fusion.name << ", " << dtype_name(dtype) << ": " << result.problem << "\n" << result.lists;
   }
 }
@@ -177,10 +192,16 @@ TEST_P(GroupedMlpFusion, MatchesTheBasicOps) {
   for (const DType dtype : {DType::Float64, DType::Float32}) expect_grouped_mlp_matches(GetParam(), 3, dtype);
 }
 
+TEST_P(GroupedMlpFusion, ScaledMatchesTheBasicOps) {
+  for (const DType dtype : {DType::Float64, DType::Float32}) expect_grouped_mlp_matches(GetParam(), 3, dtype, true);
+}
+
 // At hidden 1024 in float32 a chunk is 341 rows: an expert of 700 rows goes in three, its weight
 // grads summed over them.
 TEST(GroupedMlpFusion, AnExpertOfManyRowsGoesInChunks) {
-  expect_grouped_mlp_matches({"chunks", 2, 1, std::vector<int64_t>(700, 1)}, 1024, DType::Float32);
+  for (const bool scaled : {false, true}) {
+    expect_grouped_mlp_matches({"chunks", 2, 1, std::vector<int64_t>(700, 1)}, 1024, DType::Float32, scaled);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -324,7 +324,8 @@ INSTANTIATE_TEST_SUITE_P(Registered, Fusions, ::testing::ValuesIn(registered_fus
 // The fused experts' MLPs as a program may register them, keeping the GLU's output for backward
 // instead of recomputing it (ops/fused/grouped_mlp.h): the same checks, on every device.
 void expect_kept_activation_matches_unfused(const std::vector<Device>& devices) {
-  for (const FusionDefinition& fusion : {routed_grouped_mlp_fusion(false), grouped_mlp_fusion(false)}) {
+  for (const FusionDefinition& fusion :
+       {routed_grouped_mlp_fusion(false), grouped_mlp_fusion(false), scaled_grouped_mlp_fusion(false)}) {
     const ScopedFusion registered(register_forward_backward_fusion(fusion.name, fusion.fn));
     register_fusion_example(fusion.name, fusion.example);
     for (const Device& device : devices) expect_fusion_matches_unfused(fusion.name, device);

@@ -35,10 +35,11 @@ template <class T>
 int64_t forward_row(const GroupedMlpForward<T>& k) {
   return 3 * k.hidden + (k.copies ? k.in : 0);
 }
-// Backward, per row: a [h], da [h], du [2h], and routed the rows of dout [out] and x [in].
+// Backward, per row: a [h], da [h], du [2h], then routed the rows of dout [out] and x [in], or
+// scaled the row of s dy [out].
 template <class T>
 int64_t backward_row(const GroupedMlpBackward<T>& k) {
-  return 4 * k.hidden + (k.copies ? k.in + k.out : 0);
+  return 4 * k.hidden + (k.copies ? k.in + k.out : k.weights ? k.out : 0);
 }
 
 // Rows [first, first + m) of the experts' rows of `from` [.., width]: its own, or routed the
@@ -51,19 +52,25 @@ const T* rows_of(const T* from, const int64_t* copies, int64_t top_k, int64_t wi
   return gathered;
 }
 
-// rows[i] *= weights[copies[first + i]], for the m rows of `width`, in compute_t<T>.
+// Where row r's weight is: routed at its copy, scaled at the row itself.
+inline int64_t weight_of(const int64_t* copies, int64_t r) { return copies ? copies[r] : r; }
+
+// to[i] = from[i] * weights[weight_of(first + i)], for the m rows of `width`, in compute_t<T>
+// (from may be to).
 template <class T>
-void scale_rows(T* rows, int64_t m, int64_t width, const T* weights, const int64_t* copies, int64_t first) {
+void scale_rows(const T* from, T* to, int64_t m, int64_t width, const T* weights, const int64_t* copies,
+                int64_t first) {
   using C = compute_t<T>;
   for (int64_t i = 0; i < m; ++i) {
-    const C w = C(weights[copies[first + i]]);
-    T* __restrict row = rows + i * width;
+    const C w = C(weights[weight_of(copies, first + i)]);
+    const T* row = from + i * width;
+    T* out = to + i * width;
 #pragma omp simd
-    for (int64_t c = 0; c < width; ++c) cpu::store(row[c], C(row[c]) * w);
+    for (int64_t c = 0; c < width; ++c) cpu::store(out[c], C(row[c]) * w);
   }
 }
 
-// dweights[copies[first + i]] = <p[i], q[i]>, for the m rows of `width`, summed in compute_t<T>.
+// dweights[weight_of(first + i)] = <p[i], q[i]>, for the m rows of `width`, summed in compute_t<T>.
 template <class T>
 void row_dots(const T* p, const T* q, int64_t m, int64_t width, T* dweights, const int64_t* copies, int64_t first) {
   using C = compute_t<T>;
@@ -71,7 +78,7 @@ void row_dots(const T* p, const T* q, int64_t m, int64_t width, T* dweights, con
     C dot = 0;
 #pragma omp simd reduction(+ : dot)
     for (int64_t c = 0; c < width; ++c) dot += C(p[i * width + c]) * C(q[i * width + c]);
-    dweights[copies[first + i]] = T(dot);
+    dweights[weight_of(copies, first + i)] = T(dot);
   }
 }
 
@@ -95,11 +102,13 @@ void forward_expert(const GroupedMlpForward<T>& k, KernelContext& ctx, int64_t g
     gemm(false, true, m, 2 * h, k.in, x, k.in, k.w1 + g * 2 * h * k.in, k.in, T(0), u, 2 * h);
     GatedLinearUnitForward<T>{k.gate, u, a, m, h}.cpu(ctx);
     gemm(false, true, m, k.out, h, a, h, k.w2 + g * k.out * h, h, T(0), k.y + r * k.out, k.out);
+    if (k.scale) scale_rows(k.y + r * k.out, k.y + r * k.out, m, k.out, k.scale, nullptr, r);
   }
 }
 
 // Routed, dy is the chunk's gathered copy of the tokens' grads g: g W2 gives the weights' grads
 // against a before the weights scale it into da, and the weights scale g before dW2 = (w g)^T a.
+// Scaled, the same with s for w, s dy written to the buffer.
 template <class T>
 void backward_expert(const GroupedMlpBackward<T>& k, KernelContext& ctx, int64_t g, int64_t first, T* buffer) {
   const int64_t h = k.hidden, chunk = even_chunk_rows<T>(k.sizes[g], backward_row(k));
@@ -115,17 +124,20 @@ void backward_expert(const GroupedMlpBackward<T>& k, KernelContext& ctx, int64_t
     const T beta = r == first ? T(0) : T(1);
     const T* u = k.pre + r * 2 * h;
     T *da = buffer + m * h, *du = da + m * h;
-    T* gathered = du + 2 * m * h;  // routed: the chunk's rows of dout [m, out], then of x [m, in]
+    T* gathered = du + 2 * m * h;  // routed: the chunk's rows of dout [m, out], then of x [m, in]; scaled: s dy
     const T* dy = rows_of(k.dy, k.copies, k.top_k, k.out, r, m, gathered);
     const T* a = k.act ? k.act + r * h : buffer;
     if (!k.act && (dw2 || k.dweights)) GatedLinearUnitForward<T>{k.gate, u, buffer, m, h}.cpu(ctx);
     if (k.dx || dw1 || k.dweights) {
       gemm(false, false, m, h, k.out, dy, k.out, k.w2 + g * k.out * h, h, T(0), da, h);
       if (k.dweights) row_dots(da, a, m, h, k.dweights, k.copies, r);
-      if (k.weights) scale_rows(da, m, h, k.weights, k.copies, r);
+      if (k.weights) scale_rows(da, da, m, h, k.weights, k.copies, r);
     }
     if (dw2) {
-      if (k.weights) scale_rows(gathered, m, k.out, k.weights, k.copies, r);  // dy, routed
+      if (k.weights) {  // (w g) or (s dy)
+        scale_rows(dy, gathered, m, k.out, k.weights, k.copies, r);
+        dy = gathered;
+      }
       gemm(true, false, k.out, h, m, dy, k.out, a, h, beta, dw2, h);
     }
     if (!k.dx && !dw1) continue;

@@ -2,7 +2,8 @@
 // cuBLAS call (kernels/cuda/gemm.h) and the GLU kernels of kernels/cuda/gated_linear_unit.cu over
 // all rows, so a forward is three launches and a backward six however many experts there are (and
 // a fill of zeros for each weight grad of an expert without rows); routed, a forward gathers its
-// rows in one launch more, a backward its rows in two and applies the routing weights in three.
+// rows in one launch more, a backward its rows in two and applies the routing weights in three;
+// scaled, a forward scales its output in one launch more, a backward applies the scale in three.
 
 #include <numeric>
 #include <vector>
@@ -36,14 +37,18 @@ __global__ void gather_copies_kernel(const T* from, const int64_t* copies, int64
   FUSELAB_GRID_STRIDE_LOOP(i, n) { rows[i] = from[copies[i / width] / top_k * width + i % width]; }
 }
 
-// rows[i] *= weights[copies[i]], in compute_t<T>
+// Where row r's weight is: routed at its copy, scaled at the row itself.
+__device__ inline int64_t weight_of(const int64_t* copies, int64_t r) { return copies ? copies[r] : r; }
+
+// to[i] = from[i] * weights[weight_of(i)], rows of `width`, in compute_t<T> (from may be to).
 template <class T>
-__global__ void scale_rows_kernel(T* rows, const T* weights, const int64_t* copies, int64_t n, int64_t width) {
+__global__ void scale_rows_kernel(const T* from, T* to, const T* weights, const int64_t* copies, int64_t n,
+                                  int64_t width) {
   using C = compute_t<T>;
-  FUSELAB_GRID_STRIDE_LOOP(i, n) { rows[i] = T(C(rows[i]) * C(weights[copies[i / width]])); }
+  FUSELAB_GRID_STRIDE_LOOP(i, n) { to[i] = T(C(from[i]) * C(weights[weight_of(copies, i / width)])); }
 }
 
-// dweights[copies[i]] = <p[i], q[i]>, a thread per row, summed in compute_t<T>.
+// dweights[weight_of(i)] = <p[i], q[i]>, a thread per row, summed in compute_t<T>.
 template <class T>
 __global__ void row_dots_kernel(const T* p, const T* q, const int64_t* copies, T* dweights, int64_t rows,
                                 int64_t width) {
@@ -51,7 +56,7 @@ __global__ void row_dots_kernel(const T* p, const T* q, const int64_t* copies, T
   FUSELAB_GRID_STRIDE_LOOP(i, rows) {
     C dot = 0;
     for (int64_t c = 0; c < width; ++c) dot += C(p[i * width + c]) * C(q[i * width + c]);
-    dweights[copies[i]] = T(dot);
+    dweights[weight_of(copies, i)] = T(dot);
   }
 }
 
@@ -68,9 +73,9 @@ T* gather_copies(const T* from, const int64_t* copies, int64_t top_k, int64_t ro
 }
 
 template <class T>
-void scale_rows(T* rows, const T* weights, const int64_t* copies, int64_t n, int64_t width) {
+void scale_rows(const T* from, T* to, const T* weights, const int64_t* copies, int64_t n, int64_t width) {
   if (n * width == 0) return;
-  scale_rows_kernel<T><<<blocks_for(n * width), kThreads>>>(rows, weights, copies, n * width, width);
+  scale_rows_kernel<T><<<blocks_for(n * width), kThreads>>>(from, to, weights, copies, n * width, width);
   check_launch("scale_rows_kernel");
 }
 
@@ -94,11 +99,13 @@ void GroupedMlpForward<T>::cuda(KernelContext& ctx) const {
     return GemmProblem<T>{n, out, h, a + first * h, w2 + g * out * h, y + first * out};
   });
   cuda::grouped_gemm<T>(false, true, down, h, h, 0, out, ctx);
+  if (scale) cuda::scale_rows(y, y, scale, nullptr, rows, out);
 }
 
 // A weight grad's problem of an expert without rows is an empty sum: its grad is 0. Routed, dy_rows
 // is the gathered copy of the tokens' grads g: g W2 gives the weights' grads against a before the
-// weights scale it into da, and the weights scale g before dW2 = (w g)^T a, as on the CPU.
+// weights scale it into da, and the weights scale g before dW2 = (w g)^T a, as on the CPU; scaled,
+// the same with s for w, s dy written to scratch.
 template <class T>
 void GroupedMlpBackward<T>::cuda(KernelContext& ctx) const {
   using cuda::GemmProblem;
@@ -123,12 +130,17 @@ void GroupedMlpBackward<T>::cuda(KernelContext& ctx) const {
       cuda::row_dots_kernel<T><<<cuda::blocks_for(rows), cuda::kThreads>>>(da, a, copies, dweights, rows, h);
       cuda::check_launch("row_dots_kernel");
     }
-    if (weights) cuda::scale_rows(da, weights, copies, rows, h);
+    if (weights) cuda::scale_rows(da, da, weights, copies, rows, h);
   }
   if (dw2) {
-    if (weights) cuda::scale_rows(gathered_dy, weights, copies, rows, out);
+    const T* weighted_dy = dy_rows;  // (w g) or (s dy)
+    if (weights) {
+      T* scaled = copies ? gathered_dy : ctx.scratch<T>(rows * out);
+      cuda::scale_rows(dy_rows, scaled, weights, copies, rows, out);
+      weighted_dy = scaled;
+    }
     const auto grad_down = cuda::per_expert<T>(sizes, groups, [&](int64_t g, int64_t first, int64_t n) {
-      return GemmProblem<T>{out, h, n, dy_rows + first * out, a + first * h, dw2 + g * out * h};
+      return GemmProblem<T>{out, h, n, weighted_dy + first * out, a + first * h, dw2 + g * out * h};
     });
     cuda::grouped_gemm<T>(true, false, grad_down, out, h, 0, h, ctx);
   }

@@ -72,17 +72,22 @@ OpForward ScaledGatedLinearUnit::op_forward(OpContext& ctx, const Tensor& x, con
   check_input(x, -1);
   check(x.size(-1) % 2 == 0, describe(), ": the last dim of input ", x.shape(), " must be even");
   const Tensor& scale = extra.at(0);
-  Shape leading = x.shape(), rows_shape = x.shape();
-  leading.pop_back();
+  check_scale(x.shape(), x.dtype(), x.device(), scale);
+  Shape rows_shape = x.shape();
   rows_shape.back() = 1;
-  check(scale.defined(), describe(), ": the scale, its extra input, is missing");
-  check(scale.dtype() == x.dtype() && scale.device() == x.device() && scale.shape() == leading, describe(),
-        ": the scale must have the leading dims of input ", x.shape(), " and its ", x.dtype(), " on ", x.device(),
-        ", got ", scale.shape(), " ", scale.dtype(), " on ", scale.device());
   const Tensor column = scale.view(rows_shape);
   if (ctx.requires_backward()) ctx.save<ScaledGatedLinearUnitSaved>() = {x, column};
   const Tensor unscaled = GatedLinearUnit::forward(type().c_str(), gate_, x);
   return {math::binary(kernels::BinaryOp::Mul, unscaled, column, type().c_str()), {}};
+}
+
+void ScaledGatedLinearUnit::check_scale(const Shape& input, DType dtype, Device device, const Tensor& scale) const {
+  Shape leading = input;
+  leading.pop_back();
+  check(scale.defined(), describe(), ": the scale, its extra input, is missing");
+  check(scale.dtype() == dtype && scale.device() == device && scale.shape() == leading, describe(),
+        ": the scale must have the leading dims of input ", input, " and its ", dtype, " on ", device, ", got ",
+        scale.shape(), " ", scale.dtype(), " on ", scale.device());
 }
 
 OpBackward ScaledGatedLinearUnit::op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) {

@@ -45,7 +45,11 @@ class ScaledGatedLinearUnit : public BasicOp {
  public:
   bool has_cuda_kernels() const override { return true; }
   explicit ScaledGatedLinearUnit(kernels::Activation gate);
+  kernels::Activation gate() const { return gate_; }
   int num_extra_inputs() const override { return 1; }  // the scale
+  // Throws unless `scale` has the leading dims of an input of shape `input` and its dtype and device
+  // (GroupedMlp, which fuses this op, checks its scale with it too).
+  void check_scale(const Shape& input, DType dtype, Device device, const Tensor& scale) const;
   OpForward op_forward(OpContext& ctx, const Tensor& x, const std::vector<Tensor>& extra) override;
   OpBackward op_backward(OpContext& ctx, const Tensor& dy, const std::vector<Tensor>&) override;
 

@@ -18,10 +18,17 @@ GroupedMlp::GroupedMlp(const OpList& ops, std::string type, bool recompute_activ
 
 int64_t GroupedMlp::top_k() const { return routed() ? op<MoEPermute>(0).top_k() : 1; }
 
+const ScaledGatedLinearUnit* GroupedMlp::scaled() const {
+  return dynamic_cast<const ScaledGatedLinearUnit*>(basic_ops().at(up_ + 1).get());
+}
+
+kernels::Activation GroupedMlp::gate() const {
+  return scaled() ? scaled()->gate() : op<GatedLinearUnit>(up_ + 1).gate();
+}
+
 FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, const Tensor& x,
                                        const TensorLists& extra_inputs) {
   GroupedLinear &up = op<GroupedLinear>(up_), &down = op<GroupedLinear>(up_ + 2);
-  const GatedLinearUnit& glu = op<GatedLinearUnit>(up_ + 1);
   const bool keep = any_requires_backward(ctxs);
   TensorLists extra_outputs(basic_ops().size());
   Tensor copies;
@@ -40,12 +47,20 @@ FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, cons
   }
   const Tensor rows = x.view({-1, up.in_features()});
   const int64_t kept = copies.defined() ? copies.numel() : rows.size(0), hidden = down.in_features();
+  Tensor weights;  // routed the routing weights, scaled the scale of each row
+  if (routed()) {
+    weights = extra_inputs[4].at(0);
+  } else if (scaled()) {
+    weights = extra_inputs[1].at(0);
+    scaled()->check_scale(with_last(x.shape(), 2 * hidden), x.dtype(), x.device(), weights);
+    weights = weights.view({-1});
+  }
   Tensor pre = keep ? empty({kept, 2 * hidden}, x.dtype(), x.device()) : Tensor();
   Tensor act = keep && !recompute_activation_ ? empty({kept, hidden}, x.dtype(), x.device()) : Tensor();
   Tensor y = empty({kept, down.out_features()}, x.dtype(), x.device());
   launch_floating<WithBFloat16::Yes>(describe().c_str(), x, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::GroupedMlpForward<T>{glu.gate(),
+    return kernels::GroupedMlpForward<T>{gate(),
                                          up.groups(),
                                          sizes.data(),
                                          up.in_features(),
@@ -56,11 +71,11 @@ FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, cons
                                          top_k(),
                                          up.weight().ptr<T>(),
                                          down.weight().ptr<T>(),
+                                         scaled() ? weights.ptr<T>() : nullptr,
                                          ptr_or_null<T>(pre),
                                          ptr_or_null<T>(act),
                                          y.ptr<T>()};
   });
-  const Tensor weights = routed() ? extra_inputs[4].at(0) : Tensor();
   const Tensor out = routed() ? op<MoEUnpermute>(4).combine(y, weights, extra_outputs[0][1])
                               : y.view(with_last(x.shape(), down.out_features()));
   if (keep) ctxs[up_]->save<GroupedMlpSaved>() = {rows, copies, weights, pre, act, up.weight(), down.weight(), sizes};
@@ -78,10 +93,11 @@ FusedBackward GroupedMlp::fuser_backward(const std::vector<OpContext*>& ctxs, co
   Tensor dw1 = ctxs[up_]->params_require_grad.at(0) ? empty_like(s.up_weight) : Tensor();
   Tensor dw2 = ctxs[up_ + 2]->params_require_grad.at(0) ? empty_like(s.down_weight) : Tensor();
   // A dropped copy's weight gets no grad from the kernel, which writes the kept copies'.
-  Tensor dweights = routed() && ctxs[4]->extra_inputs_require_grad ? zeros_like(s.weights) : Tensor();
+  const size_t weighing = routed() ? 4 : up_ + 1;  // the op whose extra input the weights are
+  Tensor dweights = s.weights.defined() && ctxs[weighing]->extra_inputs_require_grad ? zeros_like(s.weights) : Tensor();
   launch_floating<WithBFloat16::Yes>((describe() + " backward").c_str(), dy, [&](auto zero) {
     using T = decltype(zero);
-    return kernels::GroupedMlpBackward<T>{op<GatedLinearUnit>(up_ + 1).gate(),
+    return kernels::GroupedMlpBackward<T>{gate(),
                                           up.groups(),
                                           s.sizes.data(),
                                           up.in_features(),
@@ -102,8 +118,12 @@ FusedBackward GroupedMlp::fuser_backward(const std::vector<OpContext*>& ctxs, co
                                           ptr_or_null<T>(dweights)};
   });
   if (!routed()) {
+    Shape leading = dy.shape();
+    leading.pop_back();
+    const Tensor dscale = dweights.defined() ? dweights.view(leading) : Tensor();
     return {d_rows.defined() ? d_rows.view(with_last(dy.shape(), up.in_features())) : d_rows,
-            {{Tensor()}, {}, {Tensor()}}, {{dw1}, {}, {dw2}}};
+            {{Tensor()}, scaled() ? std::vector<Tensor>{dscale} : std::vector<Tensor>{}, {Tensor()}},
+            {{dw1}, {}, {dw2}}};
   }
   // Each row of x sums its copies' grads: MoEPermute's backward.
   const Tensor dx = d_rows.defined() ? op<MoEPermute>(0).op_backward(*ctxs[0], d_rows, {}).grad_input : Tensor();
@@ -189,11 +209,36 @@ FusionExample experts_example(int64_t rows, int64_t width, DType dtype, Generato
                        {from_vector<int64_t>(chosen, {rows, top_k}), uniform({rows, top_k}, 0, 1, dtype, &gen)}};
 }
 
+// The same layer with the scaled GLU, each expert row's scale from the caller (in expert order).
+FusionExample scaled_experts_example(int64_t rows, int64_t width, DType dtype, Generator& gen) {
+  FusionExample e = experts_example(rows, width, dtype, gen);
+  e.ops[2] = std::make_shared<ScaledGatedLinearUnit>(dynamic_cast<const GatedLinearUnit&>(*e.ops[2]).gate());
+  const int64_t copies = e.extra_inputs[0].numel();  // dropless: every copy is an expert row
+  e.extra_inputs.insert(e.extra_inputs.begin() + 1, uniform({copies}, 0, 1, dtype, &gen));
+  return e;
+}
+
+// The fusion of GroupedLinear, a GLU of type Glu and GroupedLinear into GroupedMlp.
+template <class Glu>
+FusionDefinition experts_mlp_fusion(const std::string& name, bool recompute_activation,
+                                    FusionExampleMaker example) {
+  FusionPattern pattern{{slot<GroupedLinear>(), slot<Glu>(), slot<GroupedLinear>()},
+                        {no_biases(0), one_set_of_sizes(0), halves_feed_the_second(0)},
+                        [name, recompute_activation](const OpList& ops) {
+                          return std::make_shared<GroupedMlp>(ops, name, recompute_activation);
+                        }};
+  return {name, Pass::ForwardBackward, fuse_pattern(std::move(pattern)), std::move(example)};
+}
+
+std::string fusion_name(const std::string& base, bool recompute_activation) {
+  return recompute_activation ? base : base + "KeepingActivation";
+}
+
 }  // namespace
 
 // The example: a layer of experts, its permute to its unpermute (ops/basic/moe_mlp.h's moe_experts).
 FusionDefinition routed_grouped_mlp_fusion(bool recompute_activation) {
-  const std::string name = recompute_activation ? "RoutedGroupedMlp" : "RoutedGroupedMlpKeepingActivation";
+  const std::string name = fusion_name("RoutedGroupedMlp", recompute_activation);
   FusionPattern pattern{{slot<MoEPermute>(), slot<GroupedLinear>(), slot<GatedLinearUnit>(), slot<GroupedLinear>(),
                          slot<MoEUnpermute>()},
                         {no_biases(1), one_set_of_sizes(1), halves_feed_the_second(1), one_routing()},
@@ -206,13 +251,14 @@ FusionDefinition routed_grouped_mlp_fusion(bool recompute_activation) {
 // The example: the same layer of experts, which this fusion takes from its GroupedLinear to its
 // GroupedLinear.
 FusionDefinition grouped_mlp_fusion(bool recompute_activation) {
-  const std::string name = recompute_activation ? "GroupedMlp" : "GroupedMlpKeepingActivation";
-  FusionPattern pattern{{slot<GroupedLinear>(), slot<GatedLinearUnit>(), slot<GroupedLinear>()},
-                        {no_biases(0), one_set_of_sizes(0), halves_feed_the_second(0)},
-                        [name, recompute_activation](const OpList& ops) {
-                          return std::make_shared<GroupedMlp>(ops, name, recompute_activation);
-                        }};
-  return {name, Pass::ForwardBackward, fuse_pattern(std::move(pattern)), experts_example};
+  return experts_mlp_fusion<GatedLinearUnit>(fusion_name("GroupedMlp", recompute_activation), recompute_activation,
+                                             experts_example);
+}
+
+// The example: that layer with the scaled GLU.
+FusionDefinition scaled_grouped_mlp_fusion(bool recompute_activation) {
+  return experts_mlp_fusion<ScaledGatedLinearUnit>(fusion_name("ScaledGroupedMlp", recompute_activation),
+                                                   recompute_activation, scaled_experts_example);
 }
 
 }  // namespace fuselab

@@ -6,7 +6,11 @@
 // GLU's output and the backward's hidden grads live only in a buffer of one expert's rows; on CUDA
 // each step runs for all experts at once, as grouped GEMMs (kernels/grouped_mlp.h).
 //
-// Two fusions make it. `GroupedMlp` takes the three ops. `RoutedGroupedMlp` takes them with the
+// Three fusions make it. `GroupedMlp` takes the three ops. `ScaledGroupedMlp` takes them with the
+// scaled GLU (ScaledSwiGLU and its family: each row's output times a scale, the GLU's extra input,
+// where TransformerEngine's MoE applies the routing probabilities): the chain multiplies its
+// output's rows by the scale, y being linear in the GLU's output, and backward gives the scale's
+// grads as the routed chain gives the routing weights'. `RoutedGroupedMlp` takes the three with the
 // MoEPermute before and the MoEUnpermute after (ops/basic/moe_permute.h), a whole layer of
 // experts: the chain reads each expert's rows straight from x by the copies they are, and in
 // backward its output grads from the tokens' grads times the routing weights, and gives the
@@ -18,6 +22,7 @@
 
 #include <string>
 
+#include "ops/basic/gated_linear_unit.h"
 #include "ops/fused_op.h"
 #include "ops/fusion.h"
 
@@ -26,7 +31,7 @@ namespace fuselab {
 struct GroupedMlpSaved {
   Tensor input;    // [rows, width]: the experts' rows, or routed the tokens
   Tensor copies;   // routed: int64 [kept], the copy each expert row is (MoEOrder's); else undefined
-  Tensor weights;  // routed: the routing weights [tokens, k]; else undefined
+  Tensor weights;  // routed: the routing weights [tokens, k]; scaled: the scale of each row [rows]; else undefined
   Tensor pre;      // u [kept, 2 hidden]
   Tensor act;      // a [kept, hidden], or undefined where backward recomputes it from u
   Tensor up_weight, down_weight;
@@ -39,7 +44,8 @@ struct GroupedMlpSaved {
 
 class GroupedMlp : public FusedOp {
  public:
-  // ops: GroupedLinear, GatedLinearUnit, GroupedLinear; or MoEPermute, those three, MoEUnpermute.
+  // ops: GroupedLinear, GatedLinearUnit or ScaledGatedLinearUnit, GroupedLinear; or MoEPermute,
+  // GroupedLinear, GatedLinearUnit, GroupedLinear, MoEUnpermute.
   // With recompute_activation false it keeps the GLU's output a for backward too, as the basic ops
   // do, trading a [kept, hidden] for a GLU pass. `type` is its fusion's name.
   GroupedMlp(const OpList& ops, std::string type, bool recompute_activation);
@@ -51,15 +57,18 @@ class GroupedMlp : public FusedOp {
  private:
   bool routed() const { return up_ == 1; }
   int64_t top_k() const;  // the copies of each token: MoEPermute's k, or 1
+  const ScaledGatedLinearUnit* scaled() const;  // the GLU, where it is the scaled form; else null
+  kernels::Activation gate() const;             // the GLU's
   size_t up_;  // the first GroupedLinear's place: 1 after a MoEPermute, else 0
   bool recompute_activation_;
 };
 
 // The fusions that make it: their patterns, with the reason for each predicate, and their example
 // models. The built-in ones recompute the activation; with recompute_activation false they are
-// "RoutedGroupedMlpKeepingActivation" and "GroupedMlpKeepingActivation", for a program that would
+// "...KeepingActivation" ("GroupedMlpKeepingActivation" and so on), for a program that would
 // rather keep it to register (docs/mixture_of_experts.md).
 FusionDefinition routed_grouped_mlp_fusion(bool recompute_activation = true);
 FusionDefinition grouped_mlp_fusion(bool recompute_activation = true);
+FusionDefinition scaled_grouped_mlp_fusion(bool recompute_activation = true);
 
 }  // namespace fuselab
