@@ -252,6 +252,9 @@ int main(int argc, char** argv) {
     if (!flags.parse(argc, argv)) return 0;
     check_run_flags("gpt", flags, c.run);
     check_gpt_model_flags(c.model);
+    for (const char* name : {"top-k", "moe-every", "capacity-factor", "balance-loss", "z-loss"}) {
+      check(c.model.experts > 0 || !flags.given(name), "gpt: --", name, " is for a mixture of experts; add --experts");
+    }
     check(c.val_tokens != 1, "--val-tokens: 1 token has nothing to predict; give 0 (all of them) or at least 2");
     return train(c);
   });

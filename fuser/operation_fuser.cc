@@ -209,7 +209,9 @@ void set_grad_requirements(std::vector<OpContext>& ctxs, std::vector<std::vector
     ctx.input_requires_grad = upstream_needs_grad;
     for (const Tensor& p : ops[i]->parameters()) ctx.params_require_grad.push_back(record && p.requires_grad());
     for (const ExtraInputSource& source : plan.inputs[i]) {
-      const bool required = source.caller_index >= 0 ? record && extra_inputs[source.caller_index].requires_grad()
+      // An undefined extra input is the op's to name (its forward checks for it).
+      const Tensor* given = source.caller_index >= 0 ? &extra_inputs[size_t(source.caller_index)] : nullptr;
+      const bool required = given ? record && given->defined() && given->requires_grad()
                                                      : produces_grad[source.producer.op] &&
                                                            ops[source.producer.op]->extra_output_differentiable(
                                                                source.producer.slot);
@@ -339,6 +341,11 @@ Tensor OperationFuser::run_forward(CallState& state, const Tensor& input, const 
                                                        : extra_values[source.producer.op][source.producer.slot]);
       }
     }
+    if (forward.ops[k]->is_fused() && is_floating(x.dtype())) {
+      // A fused op's kernels read its basic ops' parameters: each is checked as its op's forward
+      // would (a weight of another shape would be read out of bounds).
+      for (size_t c : cover) ops[c]->check_parameters(x.dtype(), x.device(), x.shape());
+    }
     FusedForward result = forward.ops[k]->fuser_forward(ctxs, x, extra_in);
     check_forward_result(result, *forward.ops[k], cover, ops, plan);
     for (size_t c = 0; c < cover.size(); ++c) extra_values[cover[c]] = std::move(result.extra_outputs[c]);
@@ -355,7 +362,12 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   check_extra_input_count(plan, ops, extra_inputs.size());
   std::vector<Tensor> node_inputs{input};
   node_inputs.insert(node_inputs.end(), extra_inputs.begin(), extra_inputs.end());
-  for (const auto& op : ops) node_inputs.insert(node_inputs.end(), op->parameters().begin(), op->parameters().end());
+  for (const auto& op : ops) {
+    for (size_t k = 0; k < op->parameters().size(); ++k) {
+      check(op->parameters()[k].defined(), op->describe(), ": parameter ", op->parameter_names()[k], " is undefined");
+    }
+    node_inputs.insert(node_inputs.end(), op->parameters().begin(), op->parameters().end());
+  }
   const bool record = should_record(node_inputs);
 
   auto state = std::make_shared<CallState>();

@@ -11,6 +11,7 @@ std::vector<std::shared_ptr<BasicOp>> BasicOp::basic_ops() const {
 void BasicOp::add_parameter(std::string name, Tensor value) {
   value.set_requires_grad(true);
   param_names_.push_back(std::move(name));
+  param_shapes_.push_back(value.shape());
   params_.push_back(std::move(value));
 }
 
@@ -40,13 +41,21 @@ void BasicOp::check_input(const Tensor& x, int64_t features) const {
         " of shape ", x.shape());
   check(x.dim() >= 1 && (features < 0 || x.size(-1) == features), describe(), ": input of shape ", x.shape(),
         " must have last dim ", features);
-  for (size_t k = 0; k < params_.size(); ++k) {
-    const Tensor& p = params_[k];
-    check(x.device() == p.device() && x.dtype() == p.dtype(), describe(), ": input ", x.shape(), " ", x.dtype(),
-          " on ", x.device(), " does not match parameter ", param_names_.at(k), " ", p.dtype(), " on ", p.device());
-  }
+  check_parameters(x.dtype(), x.device(), x.shape());
   check(x.device().is_cpu() || has_cuda_kernels(), describe(), " on ", x.device(), " (input of shape ", x.shape(),
         ") is not implemented yet: its kernels are CPU-only so far");
+}
+
+void BasicOp::check_parameters(DType dtype, Device device, const Shape& input) const {
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const Tensor& p = params_[k];
+    const std::string& name = param_names_.at(k);
+    check(p.defined(), describe(), ": parameter ", name, " is undefined");
+    check(device == p.device() && dtype == p.dtype(), describe(), ": input ", input, " ", dtype, " on ", device,
+          " does not match parameter ", name, " ", p.dtype(), " on ", p.device());
+    check(p.shape() == param_shapes_[k], describe(), ": parameter ", name, " has shape ", p.shape(), ", not the ",
+          param_shapes_[k], " it was built with");
+  }
 }
 
 // A fuser built its channel plan from the bindings; a later change would be silently ignored.

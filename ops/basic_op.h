@@ -72,9 +72,13 @@ class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
   virtual bool has_cuda_kernels() const { return false; }
 
   // Throws unless x is a floating tensor of the parameters' dtype and device, with last dim
-  // `features` (any when negative), on a device this op has kernels for. Fused ops call it for
-  // the ops they cover.
+  // `features` (any when negative), on a device this op has kernels for, and the parameters have
+  // the shapes they were built with (check_parameters). Fused ops call it for the ops they cover.
   void check_input(const Tensor& x, int64_t features) const;
+  // Throws unless every parameter is of `dtype` on `device` and of the shape it was built with (a
+  // program may assign a parameter tensor; one of another shape would be read out of bounds).
+  // `input` is the shape of what the op was given, for the message.
+  void check_parameters(DType dtype, Device device, const Shape& input) const;
 
   virtual OpForward op_forward(OpContext& ctx, const Tensor& input, const std::vector<Tensor>& extra_inputs) = 0;
   // grad_extra_outputs[s] is undefined, meaning zero, when nothing used extra output s.
@@ -99,6 +103,7 @@ class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
   std::string type_, name_;
   std::vector<Tensor> params_;
   std::vector<std::string> param_names_;
+  std::vector<Shape> param_shapes_;  // as built
   std::vector<std::string> input_channels_, output_channels_;
   std::vector<bool> output_to_caller_;
   bool channels_locked_ = false;

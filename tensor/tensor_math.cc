@@ -1,5 +1,7 @@
 #include "tensor/tensor_math.h"
 
+#include <limits>
+
 #include "kernels/cuda/device_api.h"
 #include "kernels/elementwise.h"
 #include "kernels/embedding.h"
@@ -184,9 +186,12 @@ void matmul_into(Tensor& out, const Tensor& a, bool transpose_a, const Tensor& b
 void grouped_matmul_into(const Tensor& out, const Tensor& a, const Tensor& w, bool weight_grad, bool transpose_w,
                          const std::vector<int64_t>& sizes) {
   const int64_t groups = int64_t(sizes.size());
+  check(a.defined() && w.defined() && out.defined(), "grouped_matmul_into: a, w and out must be defined");
   int64_t rows = 0;
   for (int64_t size : sizes) {
     check(size >= 0, "grouped_matmul_into: a group of size ", size);
+    check(size <= std::numeric_limits<int64_t>::max() - rows, "grouped_matmul_into: the groups' sizes ", sizes,
+          " sum past the largest int64");
     rows += size;
   }
   check(a.dim() == 2 && w.dim() == (weight_grad ? 2 : 3) && out.dim() == (weight_grad ? 3 : 2),

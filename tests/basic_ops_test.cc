@@ -85,6 +85,31 @@ TEST(BasicOps, GroupedLinearRefusesSizesThatDoNotFitItsRows) {
   testing::expect_error([] { GroupedLinear(0, 4, 2); }, {"GroupedLinear", "0 groups"});
 }
 
+// A program may assign a parameter tensor; one of another shape than the op was built with, or
+// none, is named before a kernel reads it out of bounds (BasicOp::check_parameters).
+TEST(BasicOps, AParameterOfAnotherShapeIsNamed) {
+  auto linear = std::make_shared<Linear>(4, 3);
+  Sequential dense({linear});
+  linear->weight() = random_tensor({3, 5}, DType::Float32, 7);
+  testing::expect_error([&] { dense(random_tensor({2, 4}, DType::Float32, 8)); },
+                        {"Linear(", "parameter weight has shape [3, 5]", "[3, 4] it was built with"});
+  auto grouped = std::make_shared<GroupedLinear>(2, 4, 3, nullptr, /*bias=*/true);
+  Sequential experts({grouped});
+  const Tensor x = random_tensor({5, 4}, DType::Float32, 9), sizes = from_vector<int64_t>({2, 3}, {2});
+  grouped->bias() = random_tensor({2, 1}, DType::Float32, 10);
+  testing::expect_error([&] { experts(x, {sizes}); },
+                        {"GroupedLinear(", "parameter bias has shape [2, 1]", "[2, 3] it was built with"});
+  grouped->bias() = Tensor();
+  testing::expect_error([&] { experts(x, {sizes}); }, {"GroupedLinear(", "parameter bias is undefined"});
+  // A fused op reads its ops' parameters in its own kernel: they are checked all the same.
+  auto bias = std::make_shared<Bias>(3);
+  Sequential fused({std::make_shared<Linear>(4, 3), bias, std::make_shared<ReLU>()});
+  ASSERT_NE(fused.describe().find("ForwardLinearBiasActivation"), std::string::npos) << fused.describe();
+  bias->bias() = random_tensor({2}, DType::Float32, 11);
+  testing::expect_error([&] { fused(random_tensor({2, 4}, DType::Float32, 12)); },
+                        {"Bias(", "parameter bias has shape [2]", "[3] it was built with"});
+}
+
 TEST(BasicOps, ScaledSwiGLUIsSwiGLUTimesEachRowsScale) {
   Sequential scaled({std::make_shared<ScaledSwiGLU>()}), plain({std::make_shared<SwiGLU>()});
   const Tensor x = random_tensor({2, 3, 8}, DType::Float64, 5), s = random_tensor({2, 3}, DType::Float64, 6);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 
 #include "autograd/functional.h"
 #include "kernels/cuda/device_api.h"
@@ -54,6 +55,11 @@ TEST(Errors, GroupedProductsNameTheirShapes) {
                {"grouped_matmul_into", "3-D", "[5, 4]"});
   expect_error([&] { grouped(zeros({3, 5}), zeros({3, 4}), zeros({2, 5, 4}), false, {4, -1}); },
                {"grouped_matmul_into", "size -1"});
+  const int64_t most = std::numeric_limits<int64_t>::max();
+  expect_error([&] { grouped(zeros({0, 5}), zeros({0, 4}), zeros({3, 5, 4}), false, {most, most, 2}); },
+               {"grouped_matmul_into", "sum past the largest int64"});
+  expect_error([&] { grouped(zeros({3, 5}), Tensor(), zeros({2, 5, 4}), false, {2, 1}); },
+               {"grouped_matmul_into", "must be defined"});
 }
 
 TEST(Errors, DtypeMismatchesNameBothOperands) {

@@ -16,6 +16,7 @@
 #include "fuser/fusion_check.h"
 #include "fuser/registry.h"
 #include "fuser/sequential.h"
+#include "ops/basic/gated_linear_unit.h"
 #include "ops/basic/grouped_linear.h"
 #include "ops/basic/moe_mlp.h"
 #include "ops/basic/moe_permute.h"
@@ -274,6 +275,10 @@ TEST(MoEOps, ACapacityDropsTheOverflowInRowOrder) {
   Sequential roomy({std::make_shared<MoEPermute>(2, 1, /*capacity_factor=*/1e300)});
   EXPECT_EQ(roomy(x, {from_vector<int64_t>({1, 1, 1, 0}, {4, 1})}).extra_outputs.at(0).to_vector<int64_t>(),
             (std::vector<int64_t>{1, 3}));
+  // A factor so small that f rows k / E underflows to 0 still gives each expert one copy.
+  Sequential tiny({std::make_shared<MoEPermute>(2, 1, /*capacity_factor=*/5e-324)});
+  EXPECT_EQ(tiny(x, {from_vector<int64_t>({1, 1, 1, 0}, {4, 1})}).extra_outputs.at(0).to_vector<int64_t>(),
+            (std::vector<int64_t>{1, 1}));
 }
 
 // A Router whose weights nothing uses passes x and its grad on, and its weight's grad is zero.
@@ -351,6 +356,15 @@ TEST(MoEOps, ARouterRoutesANaNRowToExpertsInRange) {
 TEST(MoEOps, BadRoutingIsAnErrorNamingTheOp) {
   expect_error([] { Router(4, 3, 4); }, {"Router", "top_k 4", "[1, 3]"});
   expect_error([] { MoEPermute(3, 0); }, {"MoEPermute", "top_k 0"});
+  expect_error([] { MoEPermute(3, 4); }, {"MoEPermute", "top_k 4", "[1, 3]"});
+  expect_error([] { MoEPermute(0, 1); }, {"MoEPermute", "experts 0 must be in [1, "});
+  expect_error([] { MoEPermute(std::numeric_limits<int64_t>::max(), 1); },
+               {"MoEPermute", "experts 9223372036854775807 must be in [1, "});
+  Generator gen(4);
+  auto router = std::make_shared<Router>(4, 3, 2, RouterScore::Softmax, &gen);
+  router->weight() = normal({2, 4}, 0, 1, DType::Float32, &gen);  // 2 experts' rows, not 3
+  expect_error([&] { Sequential({router})(normal({2, 4}, 0, 1, DType::Float32, &gen)); },
+               {"Router(", "parameter weight has shape [2, 4]", "[3, 4] it was built with"});
   expect_error([] { MoEPermute(3, 2, -0.5); }, {"MoEPermute", "capacity factor -0.5"});
   Sequential permute({std::make_shared<MoEPermute>(3, 2)});
   const Tensor x = normal({2, 4}, 0, 1, DType::Float32, nullptr);
@@ -367,6 +381,7 @@ TEST(MoEOps, BadRoutingIsAnErrorNamingTheOp) {
                {"MoEUnpermute(", "the slots name 3 of the 4 expert outputs"});
   expect_error([&] { unpermute(y, {normal({1, 2}, 0, 1, DType::Float32, nullptr), Tensor()}); },
                {"MoEUnpermute(", "routing weights [..., 2] of at least 4 copies", "[1, 2]"});
+  expect_error([&] { unpermute(y, {w, Tensor()}); }, {"MoEUnpermute(", "slots", "missing"});
 }
 
 // A layer of experts that RoutedGroupedMlp takes names the basic op whose input is wrong, as the
@@ -385,6 +400,47 @@ TEST(MoEOps, TheRoutedLayerNamesTheOpWhoseInputIsWrong) {
                {"MoEUnpermute(", "float64"});
   expect_error([&] { layer(x, {experts, uniform({3, 2}, 0, 1, DType::Float32, &gen)}); },
                {"MoEUnpermute(", "routing weights [3, 2] must be one per copy, as the slots [2, 2] are"});
+}
+
+// The fused layer checks the experts' weights as the GroupedLinears do: their shapes, dtypes and
+// devices (a kernel would read a weight of another shape out of bounds, or a CUDA one from the CPU).
+TEST(MoEOps, TheFusedLayerChecksTheExpertsWeights) {
+  for (const char* fusion : {"RoutedGroupedMlp", "GroupedMlp"}) {
+    SCOPED_TRACE(fusion);
+    Generator gen(7);
+    const MoEMlp mlp = moe_experts({4, 3, 3, 2}, "moe", gen);
+    Sequential layer(mlp.ops);
+    layer.set_fusion_switches(FusionSwitches::only({fusion}));
+    const Tensor x = normal({2, 4}, 0, 1, DType::Float32, &gen), w = uniform({2, 2}, 0, 1, DType::Float32, &gen);
+    const Tensor experts = from_vector<int64_t>({0, 1, 2, 0}, {2, 2});
+    ASSERT_NE(layer.explain().find(fusion), std::string::npos) << layer.explain();
+    const Tensor down = mlp.down->weight();
+    mlp.down->weight() = normal({3, 4, 2}, 0, 1, DType::Float32, &gen);
+    expect_error([&] { layer(x, {experts, w}); },
+                 {"GroupedLinear(", "parameter weight has shape [3, 4, 2]", "[3, 4, 3] it was built with"});
+    mlp.down->weight() = down.to(DType::Float64);
+    expect_error([&] { layer(x, {experts, w}); }, {"GroupedLinear(", "float32", "parameter weight float64"});
+    mlp.down->weight() = down;
+    EXPECT_NO_THROW(layer(x, {experts, w}));
+  }
+}
+
+// The experts with the scaled GLU, which ScaledGroupedMlp takes, name the GLU where its scale is
+// wrong, as the GLU alone does.
+TEST(MoEOps, TheScaledExpertsNameTheGluWhoseScaleIsWrong) {
+  Generator gen(6);
+  std::vector<std::shared_ptr<BasicOp>> ops = moe_experts({4, 3, 3, 2}, "moe", gen).ops;
+  ops[2] = std::make_shared<ScaledSwiGLU>();
+  Sequential layer(ops);
+  layer.set_fusion_switches(FusionSwitches::only({"ScaledGroupedMlp"}));
+  const Tensor x = normal({2, 4}, 0, 1, DType::Float32, &gen), w = uniform({2, 2}, 0, 1, DType::Float32, &gen);
+  const Tensor experts = from_vector<int64_t>({0, 1, 2, 0}, {2, 2});
+  ASSERT_NE(layer.explain().find("ScaledGroupedMlp"), std::string::npos) << layer.explain();
+  expect_error([&] { layer(x, {experts, uniform({3}, 0, 1, DType::Float32, &gen), w}); },
+               {"ScaledSwiGLU", "leading dims of input [4, 6]", "[3]"});
+  expect_error([&] { layer(x, {experts, uniform({4}, 0, 1, DType::Float64, &gen), w}); },
+               {"ScaledSwiGLU", "float32", "float64"});
+  expect_error([&] { layer(x, {experts, Tensor(), w}); }, {"ScaledSwiGLU", "scale, its extra input, is missing"});
 }
 
 }  // namespace

@@ -28,8 +28,10 @@ std::vector<int64_t> checked_ids(const std::string& op, const char* what, const 
 
 MoEPermute::MoEPermute(int64_t experts, int64_t top_k, double capacity_factor)
     : BasicOp("MoEPermute"), experts_(experts), top_k_(top_k), capacity_factor_(capacity_factor) {
-  check(experts_ > 0 && top_k_ >= 1 && top_k_ <= experts_, "MoEPermute: top_k ", top_k_, " must be in [1, ",
-        experts_, "], the number of experts");
+  check(experts_ >= 1 && experts_ <= kMaxExperts, "MoEPermute: experts ", experts_, " must be in [1, ", kMaxExperts,
+        "]");
+  check(top_k_ >= 1 && top_k_ <= experts_, "MoEPermute: top_k ", top_k_, " must be in [1, ", experts_,
+        "], the number of experts");
   check(std::isfinite(capacity_factor_) && capacity_factor_ >= 0, "MoEPermute: capacity factor ", capacity_factor_,
         " must be 0 (dropless) or positive");
 }
@@ -37,7 +39,8 @@ MoEPermute::MoEPermute(int64_t experts, int64_t top_k, double capacity_factor)
 int64_t MoEPermute::capacity(int64_t copies) const {
   if (capacity_factor_ == 0) return copies;
   // No expert can take more than every copy, which also keeps a huge factor's capacity in range.
-  const double capacity = std::ceil(capacity_factor_ * double(copies) / double(experts_));
+  // At least one copy: a factor so small that the product underflows to 0 still takes one.
+  const double capacity = std::max(1.0, std::ceil(capacity_factor_ * double(copies) / double(experts_)));
   return capacity >= double(copies) ? copies : int64_t(capacity);
 }
 
@@ -103,7 +106,8 @@ void MoEUnpermute::check_weights(const Tensor& y, const Tensor& weights, const T
         describe(), ": the expert outputs [kept copies, width] ", y.shape(), " need routing weights [..., ", top_k_,
         "] of at least ", y.size(0), " copies, ", y.dtype(), " on ", y.device(), ", got ", weights.shape(), " ",
         weights.dtype(), " on ", weights.device());
-  check(!slots.defined() || slots.shape() == weights.shape(), describe(), ": the routing weights ", weights.shape(),
+  if (!slots.defined()) return;  // check_slots names them missing
+  check(slots.shape() == weights.shape(), describe(), ": the routing weights ", weights.shape(),
         " must be one per copy, as the slots ", slots.shape(), " are");
 }
 

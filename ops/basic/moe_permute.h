@@ -46,6 +46,7 @@ struct MoEPermuteSaved {
 
 class MoEPermute : public BasicOp {
  public:
+  static constexpr int64_t kMaxExperts = int64_t(1) << 24;  // the experts' row counts are a host array
   bool has_cuda_kernels() const override { return true; }  // tensor_math and the CPU
   MoEPermute(int64_t experts, int64_t top_k, double capacity_factor = 0);
   int num_extra_inputs() const override { return 1; }   // the expert indices

@@ -31,17 +31,16 @@ FusedForward GroupedMlp::fuser_forward(const std::vector<OpContext*>& ctxs, cons
   GroupedLinear &up = op<GroupedLinear>(up_), &down = op<GroupedLinear>(up_ + 2);
   const bool keep = any_requires_backward(ctxs);
   TensorLists extra_outputs(basic_ops().size());
+  up.check_input(x, up.in_features());
   Tensor copies;
   std::vector<int64_t> sizes;
   if (routed()) {
     const MoEOrder order = op<MoEPermute>(0).order(x, extra_inputs[0].at(0));
-    up.check_input(x, up.in_features());
     copies = from_vector<int64_t>(order.copies, {int64_t(order.copies.size())}, x.device());
     sizes = order.counts;
     extra_outputs[0] = {order.sizes, order.slots};
     if (keep) ctxs[0]->save<MoEPermuteSaved>() = {order.slots.view({-1}), x.shape()};
   } else {
-    up.check_input(x, up.in_features());
     // The pattern has both GroupedLinears read their sizes from one channel.
     sizes = up.checked_sizes(extra_inputs[0].at(0), x.numel() / up.in_features());
   }
