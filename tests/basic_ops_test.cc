@@ -83,6 +83,7 @@ TEST(BasicOps, GroupedLinearRefusesSizesThatDoNotFitItsRows) {
   testing::expect_error([&] { seq(x, {from_vector<int64_t>({5, 0}, {2})}); }, {"must be int64 [3]", "[2]"});
   testing::expect_error([&] { seq(x, {from_vector<float>({5, 0, 0}, {3})}); }, {"must be int64 [3]", "float32"});
   testing::expect_error([] { GroupedLinear(0, 4, 2); }, {"GroupedLinear", "0 groups"});
+  testing::expect_error([&] { seq(x, {Tensor()}); }, {"GroupedLinear(", "sizes, its extra input, are missing"});
 }
 
 // A program may assign a parameter tensor; one of another shape than the op was built with, or

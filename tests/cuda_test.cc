@@ -604,6 +604,16 @@ TEST_F(Cuda, MixingDevicesIsAClearError) {
   norm->weight().set_data(norm->weight().to(kGpu));
   testing::expect_error([&] { Sequential({norm})(zeros({2, 3}).to(kGpu)); },
                         {"LayerNorm", "parameter bias", "cpu", "cuda:0"});
+  // So is each parameter a fused op's kernel reads: the experts' second weight on the GPU, the
+  // layer on the CPU (RoutedGroupedMlp's kernel would read it from the host).
+  Generator gen(3);
+  const MoEMlp experts = moe_experts({4, 3, 3, 2}, "moe", gen);
+  Sequential layer(experts.ops);
+  experts.down->to(kGpu);
+  ASSERT_NE(layer.describe().find("RoutedGroupedMlp"), std::string::npos) << layer.describe();
+  testing::expect_error(
+      [&] { layer(zeros({2, 4}), {from_vector<int64_t>({0, 1, 2, 0}, {2, 2}), zeros({2, 2})}); },
+      {"GroupedLinear(", "cpu", "parameter weight float32 on cuda:0"});
 }
 
 TEST(CudaBuild, DeviceCountIsSafeWithoutADriver) {
