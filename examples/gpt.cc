@@ -6,7 +6,8 @@
 //
 //   bazel run -c opt //examples:gpt -- [--arch=gpt2|llama] [--batch=B] [--context=T] [--layers=L]
 //       [--heads=H] [--kv-heads=K] [--width=C] [--tie-embeddings] [--dropout=P] [--accumulate=N]
-//       [--experts=E --top-k=K --moe-every=N --capacity-factor=F --balance-loss=A --z-loss=B]
+//       [--experts=E --top-k=K --moe-every=N --capacity-factor=F --router=softmax|softmax-all|sigmoid
+//        --balance-loss=A --z-loss=B]
 //       [--tokenizer=char|bpe] [--vocab-size=V] [--dtype=float32|bfloat16|float64] [--sample=N]
 //       and the flags every training program has (examples/training_run.h: --steps, --lr, --seed,
 //       --device, --checkpoint, --resume, --json, --recompute, ...)
@@ -252,7 +253,7 @@ int main(int argc, char** argv) {
     if (!flags.parse(argc, argv)) return 0;
     check_run_flags("gpt", flags, c.run);
     check_gpt_model_flags(c.model);
-    for (const char* name : {"top-k", "moe-every", "capacity-factor", "balance-loss", "z-loss"}) {
+    for (const char* name : {"top-k", "moe-every", "capacity-factor", "router", "balance-loss", "z-loss"}) {
       check(c.model.experts > 0 || !flags.given(name), "gpt: --", name, " is for a mixture of experts; add --experts");
     }
     check(c.val_tokens != 1, "--val-tokens: 1 token has nothing to predict; give 0 (all of them) or at least 2");

@@ -30,10 +30,12 @@ expect_error "fortune_files $dir/empty: holds no fortune files" "$gpt" "${small[
 expect_error "--width=30 does not split evenly over --heads=4" "$gpt" "${small[@]}" --width=30 --heads=4
 expect_error "--kv-heads, --rope-theta and --experts are llama's" "$gpt" "${small[@]}" --experts=4
 expect_error "--top-k=5 is more than --experts=4" "$gpt" "${small[@]}" --arch=llama --experts=4 --top-k=5
-expect_error "--top-k, --moe-every and --capacity-factor choose among experts; add --experts" "$gpt" "${small[@]}" --arch=llama --top-k=1
+expect_error "--top-k, --moe-every, --capacity-factor and --router choose among experts; add --experts" "$gpt" "${small[@]}" --arch=llama --top-k=1
 expect_error "--top-k is for a mixture of experts; add --experts" "$gpt" "${small[@]}" --arch=llama --experts=0 --top-k=2
 expect_error "--balance-loss is for a mixture of experts; add --experts" "$gpt" "${small[@]}" --arch=llama --balance-loss=0.5
 expect_error "--z-loss is for a mixture of experts; add --experts" "$gpt" "${small[@]}" --z-loss=3
+expect_error "--router=switch is not softmax, softmax-all or sigmoid" "$gpt" "${small[@]}" --arch=llama --experts=4 \
+  --router=switch
 expect_error "--moe-every=2 leaves none of the --layers=1 blocks with experts" "$gpt" "${small[@]}" --arch=llama \
   --experts=4 --moe-every=2
 expect_error "--moe-every=1 leaves none of the --layers=0 blocks with experts" "$gpt" "${small[@]}" --arch=llama \

@@ -34,6 +34,9 @@ void add_gpt_model_flags(Flags& flags, GptConfig& model) {
             "block, 2: every other)", {1, 1024});
   flags.add("capacity-factor", model.capacity_factor, "llama with --experts: each expert takes at most this times "
             "its even share of a call's token copies, dropping the rest (0: dropless)", {0, 1 << 16});
+  flags.add("router", model.router, "llama with --experts: the routing weights of a token's experts: softmax "
+            "(over the k chosen, Mixtral's), softmax-all (the softmax over all experts, not renormalized: Switch's, "
+            "Qwen-MoE's; with --top-k=1 the main loss trains the router too) or sigmoid");
 }
 
 void check_gpt_model_flags(const GptConfig& model) {
@@ -47,8 +50,9 @@ void check_gpt_model_flags(const GptConfig& model) {
   }
   const GptConfig defaults;
   check(model.experts > 0 || (model.top_k == defaults.top_k && model.moe_every == defaults.moe_every &&
-                              model.capacity_factor == defaults.capacity_factor),
-        "gpt: --top-k, --moe-every and --capacity-factor choose among experts; add --experts");
+                              model.capacity_factor == defaults.capacity_factor && model.router == defaults.router),
+        "gpt: --top-k, --moe-every, --capacity-factor and --router choose among experts; add --experts");
+  gpt_router_score(model.router);  // throws for an unknown name
   check(model.experts == 0 || model.top_k <= model.experts, "gpt: --top-k=", model.top_k, " is more than --experts=",
         model.experts);
   check(model.experts == 0 || model.moe_every <= model.layers, "gpt: --moe-every=",
@@ -84,8 +88,11 @@ Metadata dense_model_settings(const GptConfig& m) {
 // Recorded only for a model with experts, so that a dense model's checkpoint reads without them.
 Metadata moe_settings(const GptConfig& m) {
   if (m.experts == 0) return {};
-  return {{"--experts", number(m.experts)}, {"--top-k", number(m.top_k)}, {"--moe-every", number(m.moe_every)},
-          {"--capacity-factor", number(m.capacity_factor)}};
+  return {{"--experts", number(m.experts)},
+          {"--top-k", number(m.top_k)},
+          {"--moe-every", number(m.moe_every)},
+          {"--capacity-factor", number(m.capacity_factor)},
+          {"--router", m.router}};
 }
 
 }  // namespace

@@ -118,7 +118,7 @@ std::vector<std::shared_ptr<BasicOp>> llama_block(const GptConfig& c, int64_t la
   auto [mlp_in, mlp_out] = residual("mlp_residual" + n);
   block.insert(block.end(), {mlp_in, std::make_shared<RMSNorm>(c.width, gpt_norm_eps(c))});
   if (gpt_moe_layer(c, layer)) {
-    const MoEMlp moe = moe_mlp({c.width, hidden, c.experts, c.top_k, RouterScore::Softmax, /*losses=*/true,
+    const MoEMlp moe = moe_mlp({c.width, hidden, c.experts, c.top_k, gpt_router_score(c.router), /*losses=*/true,
                                 /*expert_counts=*/true, c.capacity_factor}, "moe" + n, gen);
     moe.router->weight().set_data(normal({c.experts, c.width}, 0, kStd, DType::Float32, &gen));
     moe.up->weight().set_data(normal({c.experts, 2 * hidden, c.width}, 0, kStd, DType::Float32, &gen));
@@ -130,6 +130,13 @@ std::vector<std::shared_ptr<BasicOp>> llama_block(const GptConfig& c, int64_t la
   }
   block.push_back(mlp_out);
   return block;
+}
+
+RouterScore gpt_router_score(const std::string& name) {
+  if (name == "softmax") return RouterScore::Softmax;
+  if (name == "softmax-all") return RouterScore::SoftmaxAll;
+  check(name == "sigmoid", "gpt: --router=", name, " is not softmax, softmax-all or sigmoid");
+  return RouterScore::Sigmoid;
 }
 
 bool gpt_moe_layer(const GptConfig& c, int64_t layer) {

@@ -10,6 +10,7 @@
 
 #include "fuser/sequential.h"
 #include "ops/basic/attention.h"
+#include "ops/basic/router.h"
 #include "optim/optimizer.h"
 #include "tensor/random.h"
 #include "tensor/tensor.h"
@@ -82,7 +83,11 @@ struct GptConfig {
   int64_t top_k = 2;       // llama with experts: experts per token
   int64_t moe_every = 1;   // llama with experts: every moe_every-th block's MLP is the experts' (1: all)
   double capacity_factor = 0;  // llama with experts: MoEPermute's (0: dropless)
+  std::string router = "softmax";  // llama with experts: the Router's score, gpt_router_score's name
 };
+// The Router's score a name gives: softmax (over the k chosen, Mixtral's), softmax-all (over all
+// experts, not renormalized: Switch's, Qwen-MoE's) or sigmoid; another name throws.
+RouterScore gpt_router_score(const std::string& name);
 // With experts, block l's MLP is a mixture of experts (ops/basic/moe_mlp.h) when (l + 1) is a
 // multiple of moe_every (every block, or every other from the second as Switch); each expert is a
 // SwiGLU MLP of mlp_hidden, initialized as the dense MLP, the router N(0, 0.02^2).

@@ -3,12 +3,15 @@
 // softmax and log-sum-exp, fused as TransformerEngine's fused top-k with score function.
 //
 //   i_0 .. i_{k-1}: the k largest logits, largest first, ties to the lower expert
-//   softmax scores: w_j = e^(l_{i_j} - l_{i_0}) / sum_j' e^(l_{i_j'} - l_{i_0})
-//   sigmoid scores: w_j = 1 / (1 + e^(-l_{i_j}))
-//   with losses:    lse = l_{i_0} + log sum_e e^(l_e - l_{i_0}),  p_e = e^(l_e - lse)
+//   Softmax:     w_j = e^(l_{i_j} - l_{i_0}) / sum_j' e^(l_{i_j'} - l_{i_0})   (over the k: Mixtral's)
+//   SoftmaxAll:  w_j = p_{i_j}   (over all E, not renormalized: Switch's, Qwen-MoE's)
+//   Sigmoid:     w_j = 1 / (1 + e^(-l_{i_j}))
+//   for SoftmaxAll or the losses: lse = l_{i_0} + log sum_e e^(l_e - l_{i_0}),  p_e = e^(l_e - lse)
 //
-// Backward, per row, with g = dweights (the experts not chosen get 0 from it):
-//   softmax: dl_{i_j} = w_j (g_j - sum_j' w_j' g_j'),   sigmoid: dl_{i_j} = g_j w_j (1 - w_j)
+// Backward, per row, with g = dweights:
+//   Softmax:     dl_{i_j} = w_j (g_j - sum_j' w_j' g_j')   (the experts not chosen get 0)
+//   SoftmaxAll:  dl_e = p_e ([e = i_j] g_j - sum_j' w_j' g_j')   (every expert)
+//   Sigmoid:     dl_{i_j} = g_j w_j (1 - w_j)
 // and with the losses' grads gb (load balancing) and gz (z-loss), the shares f [E] and n rows:
 //   dl_e += gb (E / n) p_e (f_e - <p, f>) + gz (2 / n) lse p_e
 //
@@ -27,15 +30,18 @@
 
 namespace fuselab::kernels {
 
+// How the chosen experts' logits weigh their outputs: the formulas above.
+enum class RouterScore { Softmax, SoftmaxAll, Sigmoid };
+
 template <class T>
 struct RouterForward {
   const T* logits;   // [rows, E]
   T* weights;        // [rows, k]
   int64_t* indices;  // [rows, k]
-  T* probs;          // [rows, E] with losses, else null
-  T* lse;            // [rows] with losses, else null
+  T* probs;          // [rows, E] for SoftmaxAll or the losses, else null
+  T* lse;            // [rows] for SoftmaxAll or the losses, else null
   int64_t rows, experts, k;
-  bool sigmoid;
+  RouterScore score;
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
@@ -44,14 +50,14 @@ struct RouterBackward {
   const T* dweights;  // [rows, k], or null when nothing used the weights
   const T* weights;
   const int64_t* indices;
-  const T* probs;     // with losses, else null (then the three below are unused)
-  const T* lse;
+  const T* probs;     // for SoftmaxAll or the losses, else null
+  const T* lse;       // with losses, else null (then the three below are unused)
   const T* shares;    // f [E]
   const T* dbalance;  // one element each, on the kernel's device, or null
   const T* dz;
   T* dlogits;  // [rows, E]
   int64_t rows, experts, k;
-  bool sigmoid;
+  RouterScore score;
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
 
@@ -85,8 +91,8 @@ FUSELAB_HOST_DEVICE inline bool routes_before(const T* l, int64_t a, int64_t b) 
 // One row of RouterForward. Pick j is the first expert in the order after pick j - 1: k passes over
 // the row and no memory of what was picked.
 template <class T>
-FUSELAB_HOST_DEVICE inline void route_row(const T* l, int64_t experts, int64_t k, bool sigmoid, T* w, int64_t* index,
-                                          T* probs, T* lse) {
+FUSELAB_HOST_DEVICE inline void route_row(const T* l, int64_t experts, int64_t k, RouterScore score, T* w,
+                                          int64_t* index, T* probs, T* lse) {
   using std::exp;  // float's overloads on the host; nvcc's on the device
   using std::log;
   for (int64_t j = 0; j < k; ++j) {
@@ -98,19 +104,23 @@ FUSELAB_HOST_DEVICE inline void route_row(const T* l, int64_t experts, int64_t k
     index[j] = best;
   }
   const T top = l[index[0]];
+  if (probs != nullptr) {
+    T sum = T(0);  // the largest logit is the first pick: each exponential once, then scaled
+    for (int64_t e = 0; e < experts; ++e) sum += probs[e] = exp(l[e] - top);
+    *lse = top + log(sum);
+    for (int64_t e = 0; e < experts; ++e) probs[e] /= sum;
+  }
   T total = T(0);
   for (int64_t j = 0; j < k; ++j) {
-    w[j] = sigmoid ? T(1) / (T(1) + exp(-l[index[j]])) : exp(l[index[j]] - top);
-    total += w[j];
+    switch (score) {
+      case RouterScore::Softmax: total += w[j] = exp(l[index[j]] - top); break;
+      case RouterScore::SoftmaxAll: w[j] = probs[index[j]]; break;
+      case RouterScore::Sigmoid: w[j] = T(1) / (T(1) + exp(-l[index[j]])); break;
+    }
   }
-  if (!sigmoid) {
+  if (score == RouterScore::Softmax) {
     for (int64_t j = 0; j < k; ++j) w[j] /= total;
   }
-  if (probs == nullptr) return;
-  T sum = T(0);  // the largest logit is the first pick: each exponential once, then scaled
-  for (int64_t e = 0; e < experts; ++e) sum += probs[e] = exp(l[e] - top);
-  *lse = top + log(sum);
-  for (int64_t e = 0; e < experts; ++e) probs[e] /= sum;
 }
 
 // One row of RouterBackward (`r` its index, for the row's pointers).
@@ -132,8 +142,14 @@ FUSELAB_HOST_DEVICE inline void route_row_backward(const RouterBackward<T>& a, i
   const T* g = a.dweights + r * k;
   T weighted = T(0);
   for (int64_t j = 0; j < k; ++j) weighted += w[j] * g[j];
+  if (a.score == RouterScore::SoftmaxAll) {
+    const T* p = a.probs + r * E;
+    for (int64_t e = 0; e < E; ++e) dl[e] -= p[e] * weighted;
+  }
   for (int64_t j = 0; j < k; ++j) {
-    dl[a.indices[r * k + j]] += a.sigmoid ? g[j] * w[j] * (T(1) - w[j]) : w[j] * (g[j] - weighted);
+    dl[a.indices[r * k + j]] += a.score == RouterScore::Sigmoid ? g[j] * w[j] * (T(1) - w[j])
+                                : a.score == RouterScore::Softmax ? w[j] * (g[j] - weighted)
+                                                                  : w[j] * g[j];
   }
 }
 

@@ -79,11 +79,14 @@ std::vector<double> dense_reference(const MoELayer& layer, const Tensor& x, int6
     std::vector<int64_t> order(static_cast<size_t>(experts), 0);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return logits[size_t(a)] > logits[size_t(b)]; });
-    double total = 0;
-    for (int64_t j = 0; j < top_k; ++j) total += std::exp(logits[size_t(order[size_t(j)])]);
+    double top = 0, all = 0;
+    for (int64_t j = 0; j < top_k; ++j) top += std::exp(logits[size_t(order[size_t(j)])]);
+    for (int64_t e = 0; e < experts; ++e) all += std::exp(logits[size_t(e)]);
     for (int64_t j = 0; j < top_k; ++j) {
       const double l = logits[size_t(order[size_t(j)])];
-      const double weight = score == RouterScore::Softmax ? std::exp(l) / total : 1 / (1 + std::exp(-l));
+      const double weight = score == RouterScore::Softmax      ? std::exp(l) / top
+                            : score == RouterScore::SoftmaxAll ? std::exp(l) / all
+                                                               : 1 / (1 + std::exp(-l));
       if (taken[size_t(order[size_t(j)])]++ >= capacity) continue;
       for (int64_t c = 0; c < width; ++c) {
         out[size_t(t * width + c)] += weight * expert_out[size_t(order[size_t(j)] * width + c)];
@@ -138,6 +141,8 @@ INSTANTIATE_TEST_SUITE_P(Routings, MoE,
                          ::testing::Values(Routing{4, 2, RouterScore::Softmax}, Routing{4, 1, RouterScore::Softmax},
                                            Routing{3, 3, RouterScore::Softmax}, Routing{4, 2, RouterScore::Sigmoid},
                                            Routing{8, 2, RouterScore::Softmax},
+                                           Routing{4, 1, RouterScore::SoftmaxAll},
+                                           Routing{4, 2, RouterScore::SoftmaxAll},
                                            // capacities of 3 and 2 copies: some experts drop copies
                                            Routing{4, 2, RouterScore::Softmax, 0.6},
                                            Routing{3, 1, RouterScore::Softmax, 0.5}));
@@ -279,6 +284,25 @@ TEST(MoEOps, ACapacityDropsTheOverflowInRowOrder) {
   Sequential tiny({std::make_shared<MoEPermute>(2, 1, /*capacity_factor=*/5e-324)});
   EXPECT_EQ(tiny(x, {from_vector<int64_t>({1, 1, 1, 0}, {4, 1})}).extra_outputs.at(0).to_vector<int64_t>(),
             (std::vector<int64_t>{1, 1}));
+}
+
+// With top-1, Mixtral's weight is always 1: the main loss gives the router no grad (only its
+// losses train it). SoftmaxAll's is the chosen expert's probability, so the loss reaches the router.
+TEST(MoEOps, TopOneTrainsTheRouterThroughTheLossOnlyWithSoftmaxAll) {
+  for (const RouterScore score : {RouterScore::Softmax, RouterScore::SoftmaxAll}) {
+    MoELayer layer = moe_layer(4, 3, 4, 1, score, 14);
+    const Tensor x = normal({6, 4}, 0, 1, DType::Float64, nullptr);
+    backward(sum(layer.seq(x)));
+    const std::vector<double> grad = layer.router->weight().grad().to_vector<double>();
+    const double largest = std::abs(*std::max_element(grad.begin(), grad.end(), [](double a, double b) {
+      return std::abs(a) < std::abs(b);
+    }));
+    if (score == RouterScore::Softmax) {
+      EXPECT_EQ(largest, 0);
+    } else {
+      EXPECT_GT(largest, 1e-3);
+    }
+  }
 }
 
 // A Router whose weights nothing uses passes x and its grad on, and its weight's grad is zero.

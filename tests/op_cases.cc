@@ -237,6 +237,8 @@ void basic_op_cases(const Add& add) {
   add(op("Router").input({5, 4}).input({4, 4}).bfloat16().runs(router(4, 2, RouterScore::Softmax)));
   add(op("Router").input({2, 3, 4}).input({3, 4}).named("all_experts").bfloat16().runs(router(3, 3, RouterScore::Softmax)));
   add(op("Router").input({5, 4}).input({4, 4}).named("sigmoid").bfloat16().runs(router(4, 1, RouterScore::Sigmoid)));
+  add(op("Router").input({5, 4}).input({4, 4}).named("softmax_all").bfloat16().runs(router(4, 2, RouterScore::SoftmaxAll)));
+  add(op("Router").input({6, 4}).input({3, 4}).named("softmax_all_top1_losses").bfloat16().runs(router(3, 1, RouterScore::SoftmaxAll, true)));
   add(op("Router").input({300, 16}).input({8, 16}).bfloat16().runs(router(8, 2, RouterScore::Softmax)));
   add(op("Router").input({6, 4}).input({4, 4}).named("losses").bfloat16().runs(router(4, 2, RouterScore::Softmax, true)));
   add(op("Router").input({6, 4}).input({3, 4}).named("sigmoid_losses").bfloat16().runs(router(3, 1, RouterScore::Sigmoid, true)));

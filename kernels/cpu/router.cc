@@ -10,7 +10,7 @@ template <class T>
 void RouterForward<T>::cpu(KernelContext&) const {
 #pragma omp parallel for if (rows * experts * k > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
-    route_row(logits + r * experts, experts, k, sigmoid, weights + r * k, indices + r * k,
+    route_row(logits + r * experts, experts, k, score, weights + r * k, indices + r * k,
               probs ? probs + r * experts : nullptr, lse ? lse + r : nullptr);
   }
 }

@@ -10,7 +10,7 @@ namespace {
 template <class T>
 __global__ void router_forward_kernel(RouterForward<T> a) {
   FUSELAB_GRID_STRIDE_LOOP(r, a.rows) {
-    route_row(a.logits + r * a.experts, a.experts, a.k, a.sigmoid, a.weights + r * a.k, a.indices + r * a.k,
+    route_row(a.logits + r * a.experts, a.experts, a.k, a.score, a.weights + r * a.k, a.indices + r * a.k,
               a.probs ? a.probs + r * a.experts : nullptr, a.lse ? a.lse + r : nullptr);
   }
 }

@@ -27,7 +27,7 @@ OpForward Router::op_forward(OpContext& ctx, const Tensor& x, const std::vector<
   const int64_t n = rows.size(0), k = top_k_;
   const Tensor logits = math::matmul(rows, false, w, true);
   RouterSaved saved{rows, w, empty({n, k}, compute, x.device()), empty({n, k}, DType::Int64, x.device())};
-  if (losses_) {
+  if (losses_ || score_ == RouterScore::SoftmaxAll) {
     saved.probs = empty({n, experts_}, compute, x.device());
     saved.lse = empty({n}, compute, x.device());
   }
@@ -35,7 +35,7 @@ OpForward Router::op_forward(OpContext& ctx, const Tensor& x, const std::vector<
     using T = decltype(zero);
     return kernels::RouterForward<T>{logits.ptr<T>(), saved.weights.ptr<T>(), saved.indices.ptr<int64_t>(),
                                      ptr_or_null<T>(saved.probs), ptr_or_null<T>(saved.lse), n, experts_, k,
-                                     score_ == RouterScore::Sigmoid};
+                                     score_};
   });
   const Shape choice_shape = with_last(x.shape(), k);  // x's leading dims and k
   OpForward out{x, {saved.weights.to(x.dtype()).view(choice_shape), saved.indices.view(choice_shape)}};
@@ -73,7 +73,7 @@ OpBackward Router::op_backward(OpContext& ctx, const Tensor& dy, const std::vect
     return kernels::RouterBackward<T>{ptr_or_null<T>(dweights), saved.weights.ptr<T>(), saved.indices.ptr<int64_t>(),
                                       ptr_or_null<T>(saved.probs), ptr_or_null<T>(saved.lse),
                                       ptr_or_null<T>(saved.shares), ptr_or_null<T>(dbalance), ptr_or_null<T>(dz),
-                                      dl.ptr<T>(), n, experts_, top_k_, score_ == RouterScore::Sigmoid};
+                                      dl.ptr<T>(), n, experts_, top_k_, score_};
   });
   Tensor dx = math::matmul(dl, false, saved.weight, false).to(dy.dtype()).view(dy.shape());
   math::add_(dx, dy);

@@ -2,8 +2,13 @@
 // viewed as [-1, width]), which it passes on unchanged; the choice goes out as two extra outputs
 // of x's leading dims and k, the routing weights (x's dtype) and the expert indices (int64):
 //   logits = x W^T [rows, E], W [E, width] a parameter; each row's k largest logits (ties to the
-//   lower expert) weighted by a softmax over those k (Mixtral's softmax over all E, top-k,
-//   renormalized to sum 1: the same numbers) or by the sigmoid of each (no renormalization);
+//   lower expert) weighted by the score:
+//     Softmax      a softmax over those k (Mixtral's softmax over all E, top-k, renormalized to
+//                  sum 1: the same numbers);
+//     SoftmaxAll   the softmax over all E at each of the k, not renormalized (Switch
+//                  Transformer's, Qwen-MoE's norm_topk_prob=False): with top-1 the weight is the
+//                  expert's probability, not 1, so the main loss trains the router too;
+//     Sigmoid      the sigmoid of each (no renormalization);
 //   backward: dlogits from the weights' grads (the indices get none), dx = dy + dlogits W,
 //   dW = dlogits^T x.
 // With losses on, two more extra outputs, scalars of x's dtype, for the caller to add to its loss:
@@ -13,20 +18,21 @@
 // and rounds only its outputs (Mixtral's routing weights are cast to the hidden states' dtype too).
 #pragma once
 
+#include "kernels/router.h"
 #include "ops/basic_op.h"
 #include "tensor/random.h"
 
 namespace fuselab {
 
-enum class RouterScore { Softmax, Sigmoid };
+using kernels::RouterScore;  // Softmax, SoftmaxAll, Sigmoid
 
 struct RouterSaved {  // on x's device, in its compute dtype (float32 for bfloat16; the indices int64)
   Tensor input;    // [rows, width]
   Tensor weight;   // [E, width]
   Tensor weights;  // [rows, k]
   Tensor indices;  // [rows, k]
-  Tensor probs;    // with losses: softmax(logits) [rows, E]
-  Tensor lse;      // with losses: log-sum-exp of each row's logits [rows]
+  Tensor probs;    // for SoftmaxAll or the losses: softmax(logits) [rows, E]
+  Tensor lse;      // for SoftmaxAll or the losses: log-sum-exp of each row's logits [rows]
   Tensor shares;   // with losses: f [E]
   NamedTensors tensors() const {
     return {{"input", input}, {"weight", weight}, {"weights", weights}, {"indices", indices},
