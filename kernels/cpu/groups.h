@@ -31,12 +31,17 @@ inline int group_workers(const int64_t* sizes, int64_t groups) {
   return groups_in_parallel(sizes, groups) ? num_threads() : 1;
 }
 
-// f(g, worker) for every group, worker in [0, group_workers()).
+// f(g, worker) for every group, worker in [0, group_workers()). In parallel the largest groups
+// start first, so that the last to finish is a small one (the longest-processing-time-first rule:
+// a large expert started last would leave the other threads idle while it runs).
 template <class F>
 void for_each_group(const int64_t* sizes, int64_t groups, F&& f) {
   if (groups_in_parallel(sizes, groups)) {
+    std::vector<int64_t> order(size_t(groups), 0);
+    for (int64_t g = 0; g < groups; ++g) order[size_t(g)] = g;
+    std::stable_sort(order.begin(), order.end(), [sizes](int64_t a, int64_t b) { return sizes[a] > sizes[b]; });
 #pragma omp parallel for schedule(dynamic)
-    for (int64_t g = 0; g < groups; ++g) f(g, omp_get_thread_num());
+    for (int64_t i = 0; i < groups; ++i) f(order[size_t(i)], omp_get_thread_num());
   } else {
     for (int64_t g = 0; g < groups; ++g) f(g, 0);
   }
