@@ -3,7 +3,7 @@
 // directly, on FlashAttention's tile products (where gemm_library's size rule comes from); a
 // weight grad accumulated into an existing grad, by a GEMM and an add pass against one GEMM with
 // beta = 1 (oneDNN's sum post-op); the MLP block's six GEMMs; and the MoE block's, one by one,
-// with 8 experts and with 64.
+// with 8 experts and with 64, and two of them again with an operand laid out the other way.
 //
 //   bazel run -c opt //bench:gemm_bench -- --benchmark_repetitions=5
 #include <benchmark/benchmark.h>
@@ -121,6 +121,47 @@ void BM_ExpertGemm(benchmark::State& state) {
                                                 benchmark::Counter::kIs1000);
 }
 
+// Two of the experts' products with each operand's layout both ways, the experts' GEMMs in
+// parallel one per thread (as the grouped kernels run them), every expert's operands its own:
+// range(1) 0 is u [rows, 1024] = x W1^T, 1 dW1 [1024, 256] = du^T x, and range(2) 0 the layout
+// the grouped kernels have (W1 [1024, 256] read transposed; du [rows, 1024] read transposed),
+// 1 the other (u^T = W1 x^T from x^T; du^T given): whether a layout would close the gap between
+// 64 experts of 128 rows and 8 of 1024.
+void BM_ExpertGemmLayout(benchmark::State& state) {
+  const int64_t experts = state.range(0), rows = 8192 / experts, wide = 1024, narrow = 256;
+  const bool grad = state.range(1) == 1, other = state.range(2) == 1;
+  // Per expert: a [rows, narrow] (x), b [wide, narrow] (W1), or for dW1 a [rows, wide] (du), b [rows, narrow] (x).
+  const Tensor a = randn({experts, rows, grad ? wide : narrow}), b = randn({experts, grad ? rows : wide, narrow});
+  const Tensor out = empty({experts, grad ? wide * narrow : rows * wide});
+  const float *pa = a.data<float>(), *pb = b.data<float>();
+  float* pc = out.data<float>();
+  const int64_t a_size = a.numel() / experts, b_size = b.numel() / experts, c_size = out.numel() / experts;
+  using kernels::cpu::GemmShape;
+  for (auto _ : state) {
+#pragma omp parallel for schedule(dynamic)
+    for (int64_t g = 0; g < experts; ++g) {
+      const float *ag = pa + g * a_size, *bg = pb + g * b_size;
+      float* cg = pc + g * c_size;
+      if (!grad && !other) {  // u = x W1^T
+        kernels::cpu::gemm<float>(false, true, rows, wide, narrow, 1, ag, narrow, bg, narrow, 0, cg, wide,
+                                  GemmShape::Varying);
+      } else if (!grad) {  // u^T = W1 x^T, with a read as x^T [narrow, rows]
+        kernels::cpu::gemm<float>(false, false, wide, rows, narrow, 1, bg, narrow, ag, rows, 0, cg, rows,
+                                  GemmShape::Varying);
+      } else if (!other) {  // dW1 = du^T x
+        kernels::cpu::gemm<float>(true, false, wide, narrow, rows, 1, ag, wide, bg, narrow, 0, cg, narrow,
+                                  GemmShape::Varying);
+      } else {  // dW1 = (du^T) x, with a read as du^T [wide, rows]
+        kernels::cpu::gemm<float>(false, false, wide, narrow, rows, 1, ag, rows, bg, narrow, 0, cg, narrow,
+                                  GemmShape::Varying);
+      }
+    }
+  }
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * 8192 * wide * narrow,
+                                                benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
+}
+
 // grad += dy^T x for a Linear [out, in] over `rows` rows, as the second micro-batch of a step adds
 // its weight grad: range(3) 0 makes dW and adds it in a second pass (a new tensor, as before),
 // 1 adds in the GEMM (math::matmul_add_into).
@@ -161,6 +202,11 @@ BENCHMARK(BM_MlpBlockGemms)
 BENCHMARK(BM_ExpertGemm)
     ->ArgNames({"experts", "gemm"})
     ->ArgsProduct({{8, 64}, {0, 1, 2, 3, 4, 5}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_ExpertGemmLayout)
+    ->ArgNames({"experts", "gemm", "other_layout"})
+    ->ArgsProduct({{8, 64}, {0, 1}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_Sgemm)
