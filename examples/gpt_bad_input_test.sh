@@ -56,6 +56,12 @@ expect_error "gpt.safetensors was saved with --dtype=float32; this run has --dty
   "$gpt" "${small[@]}" --dtype=bfloat16 --resume --checkpoint="$dir/good"
 expect_error "gpt.safetensors was saved with --tokenizer=char; this run has --tokenizer=bpe" \
   "$gpt" "${small[@]}" --tokenizer=bpe --vocab-size=512 --resume --checkpoint="$dir/good"
+"$gpt" "${small[@]}" --arch=llama --experts=2 --top-k=1 --checkpoint="$dir/moe" >/dev/null ||
+  { echo "FAIL: the run with experts failed"; exit 1; }
+expect_error "gpt.safetensors was saved with --capacity-factor=0; this run has no --capacity-factor" \
+  "$gpt" "${small[@]}" --arch=llama --resume --checkpoint="$dir/moe"
+expect_error "gpt.safetensors was saved with --router=softmax; this run has --router=softmax-all" \
+  "$gpt" "${small[@]}" --arch=llama --experts=2 --top-k=1 --router=softmax-all --resume --checkpoint="$dir/moe"
 expect_error "--tokenizer=words is not char or bpe" "$gpt" "${small[@]}" --tokenizer=words
 expect_error "--vocab-size: 256 is outside" "$gpt" "${small[@]}" --tokenizer=bpe --vocab-size=256
 expect_error "vocab_size 300 must hold the 256 bytes" "$gpt" "${small[@]}" --tokenizer=bpe --vocab-size=300

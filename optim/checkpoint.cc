@@ -44,7 +44,8 @@ std::string shown(const std::string& value) {
   return value.size() <= kLong ? value : value.substr(0, 40) + "... (" + std::to_string(value.size()) + " bytes)";
 }
 
-// Each of this run's settings must have been saved, with the same value.
+// Each of this run's settings must have been saved, with the same value, and each saved one must
+// be this run's (a model with experts records settings a dense one has none of).
 void check_settings(const std::string& path, const Metadata& saved, const Metadata& wanted) {
   for (const auto& [name, value] : wanted) {
     auto it = saved.find(kRunPrefix + name);
@@ -52,6 +53,10 @@ void check_settings(const std::string& path, const Metadata& saved, const Metada
           shown(value));
     check(it->second == value, "checkpoint ", path, " was saved with ", name, "=", shown(it->second),
           "; this run has ", name, "=", shown(value));
+  }
+  for (const auto& [name, value] : run_entries(saved)) {
+    check(wanted.count(name), "checkpoint ", path, " was saved with ", name, "=", shown(value), "; this run has no ",
+          name);
   }
 }
 
