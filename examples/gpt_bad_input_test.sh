@@ -30,10 +30,10 @@ expect_error "fortune_files $dir/empty: holds no fortune files" "$gpt" "${small[
 expect_error "--width=30 does not split evenly over --heads=4" "$gpt" "${small[@]}" --width=30 --heads=4
 expect_error "--kv-heads, --rope-theta and --experts are llama's" "$gpt" "${small[@]}" --experts=4
 expect_error "--top-k=5 is more than --experts=4" "$gpt" "${small[@]}" --arch=llama --experts=4 --top-k=5
-expect_error "--top-k, --moe-every, --capacity-factor and --router choose among experts; add --experts" "$gpt" "${small[@]}" --arch=llama --top-k=1
-expect_error "--top-k is for a mixture of experts; add --experts" "$gpt" "${small[@]}" --arch=llama --experts=0 --top-k=2
-expect_error "--balance-loss is for a mixture of experts; add --experts" "$gpt" "${small[@]}" --arch=llama --balance-loss=0.5
-expect_error "--z-loss is for a mixture of experts; add --experts" "$gpt" "${small[@]}" --z-loss=3
+expect_error "--top-k chooses among experts: give --experts" "$gpt" "${small[@]}" --arch=llama --experts=0 --top-k=2
+expect_error "--balance-loss chooses among experts: give --experts" "$gpt" "${small[@]}" --arch=llama --balance-loss=0.5
+expect_error "--z-loss chooses among experts: give --experts" "$gpt" "${small[@]}" --z-loss=3
+expect_error "--router chooses among experts: give --experts" "$gpt" "${small[@]}" --router=sigmoid
 expect_error "--router=switch is not softmax, softmax-all or sigmoid" "$gpt" "${small[@]}" --arch=llama --experts=4 \
   --router=switch
 expect_error "--moe-every=2 leaves none of the --layers=1 blocks with experts" "$gpt" "${small[@]}" --arch=llama \
@@ -58,7 +58,7 @@ expect_error "gpt.safetensors was saved with --tokenizer=char; this run has --to
   "$gpt" "${small[@]}" --tokenizer=bpe --vocab-size=512 --resume --checkpoint="$dir/good"
 "$gpt" "${small[@]}" --arch=llama --experts=2 --top-k=1 --checkpoint="$dir/moe" >/dev/null ||
   { echo "FAIL: the run with experts failed"; exit 1; }
-expect_error "gpt.safetensors was saved with --capacity-factor=0; this run has no --capacity-factor" \
+expect_error "gpt.safetensors was saved with settings this run has none of: --capacity-factor=0 --experts=2" \
   "$gpt" "${small[@]}" --arch=llama --resume --checkpoint="$dir/moe"
 expect_error "gpt.safetensors was saved with --router=softmax; this run has --router=softmax-all" \
   "$gpt" "${small[@]}" --arch=llama --experts=2 --top-k=1 --router=softmax-all --resume --checkpoint="$dir/moe"

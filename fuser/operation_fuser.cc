@@ -341,10 +341,10 @@ Tensor OperationFuser::run_forward(CallState& state, const Tensor& input, const 
                                                        : extra_values[source.producer.op][source.producer.slot]);
       }
     }
-    if (forward.ops[k]->is_fused() && is_floating(x.dtype())) {
+    if (forward.ops[k]->is_fused()) {
       // A fused op's kernels read its basic ops' parameters: each is checked as its op's forward
       // would (a weight of another shape would be read out of bounds).
-      for (size_t c : cover) ops[c]->check_parameters(x.dtype(), x.device(), x.shape());
+      for (size_t c : cover) ops[c]->check_parameters(x.dtype(), x.device(), x.shape(), "the fused op's input");
     }
     FusedForward result = forward.ops[k]->fuser_forward(ctxs, x, extra_in);
     check_forward_result(result, *forward.ops[k], cover, ops, plan);
@@ -364,7 +364,7 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   node_inputs.insert(node_inputs.end(), extra_inputs.begin(), extra_inputs.end());
   for (const auto& op : ops) {
     for (size_t k = 0; k < op->parameters().size(); ++k) {
-      check(op->parameters()[k].defined(), op->describe(), ": parameter ", op->parameter_names()[k], " is undefined");
+      if (!op->parameters()[k].defined()) fail(op->describe(), ": parameter ", op->parameter_names()[k], " is undefined");
     }
     node_inputs.insert(node_inputs.end(), op->parameters().begin(), op->parameters().end());
   }

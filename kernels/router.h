@@ -51,7 +51,8 @@ struct RouterBackward {
   const T* weights;
   const int64_t* indices;
   const T* probs;     // for SoftmaxAll or the losses, else null
-  const T* lse;       // with losses, else null (then the three below are unused)
+  const T* lse;       // for SoftmaxAll or the losses, else null (read with the losses only,
+                      // as are the three below)
   const T* shares;    // f [E]
   const T* dbalance;  // one element each, on the kernel's device, or null
   const T* dz;

@@ -46,15 +46,20 @@ void BasicOp::check_input(const Tensor& x, int64_t features) const {
         ") is not implemented yet: its kernels are CPU-only so far");
 }
 
-void BasicOp::check_parameters(DType dtype, Device device, const Shape& input) const {
-  for (size_t k = 0; k < params_.size(); ++k) {
+void BasicOp::check_parameters(DType dtype, Device device, const Shape& input, const char* input_is) const {
+  for (size_t k = 0; k < params_.size(); ++k) {  // the messages are built only on failure: every call runs this
     const Tensor& p = params_[k];
-    const std::string& name = param_names_.at(k);
-    check(p.defined(), describe(), ": parameter ", name, " is undefined");
-    check(device == p.device() && dtype == p.dtype(), describe(), ": input ", input, " ", dtype, " on ", device,
-          " does not match parameter ", name, " ", p.dtype(), " on ", p.device());
-    check(p.shape() == param_shapes_[k], describe(), ": parameter ", name, " has shape ", p.shape(), ", not the ",
-          param_shapes_[k], " it was built with");
+    const std::string& name = param_names_[k];
+    if (!p.defined()) fail(describe(), ": parameter ", name, " is undefined");
+    // An integer input (an embedding's ids) says nothing of the parameters' dtype.
+    if (p.device() != device || (is_floating(dtype) && p.dtype() != dtype)) {
+      fail(describe(), ": ", input_is, " ", input, " ", dtype, " on ", device, " does not match parameter ", name, " ",
+           p.dtype(), " on ", p.device());
+    }
+    if (p.shape() != param_shapes_[k]) {
+      fail(describe(), ": parameter ", name, " has shape ", p.shape(), ", not the ", param_shapes_[k],
+           " it was built with");
+    }
   }
 }
 

@@ -75,10 +75,10 @@ class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
   // `features` (any when negative), on a device this op has kernels for, and the parameters have
   // the shapes they were built with (check_parameters). Fused ops call it for the ops they cover.
   void check_input(const Tensor& x, int64_t features) const;
-  // Throws unless every parameter is of `dtype` on `device` and of the shape it was built with (a
-  // program may assign a parameter tensor; one of another shape would be read out of bounds).
-  // `input` is the shape of what the op was given, for the message.
-  void check_parameters(DType dtype, Device device, const Shape& input) const;
+  // Throws unless every parameter is defined, on `device`, of `dtype` (when that is floating) and of
+  // the shape it was built with (a program may assign a parameter tensor; one of another shape
+  // would be read out of bounds). `input` and `input_is` say what was given, for the message.
+  void check_parameters(DType dtype, Device device, const Shape& input, const char* input_is = "input") const;
 
   virtual OpForward op_forward(OpContext& ctx, const Tensor& input, const std::vector<Tensor>& extra_inputs) = 0;
   // grad_extra_outputs[s] is undefined, meaning zero, when nothing used extra output s.

@@ -54,10 +54,11 @@ void check_settings(const std::string& path, const Metadata& saved, const Metada
     check(it->second == value, "checkpoint ", path, " was saved with ", name, "=", shown(it->second),
           "; this run has ", name, "=", shown(value));
   }
+  std::string lacking;
   for (const auto& [name, value] : run_entries(saved)) {
-    check(wanted.count(name), "checkpoint ", path, " was saved with ", name, "=", shown(value), "; this run has no ",
-          name);
+    if (!wanted.count(name)) lacking += " " + name + "=" + shown(value);
   }
+  check(lacking.empty(), "checkpoint ", path, " was saved with settings this run has none of:", lacking);
 }
 
 // Every tensor of the file is finite, every one that is neither the optimizer's nor the run's is a

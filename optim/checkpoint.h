@@ -28,7 +28,8 @@ void save_checkpoint(const std::string& path, const NamedTensors& params, const 
 // optimizer; returns the saved step. When `run` is given, its settings (this run's) are first
 // compared with the saved ones, so that a checkpoint of another configuration is refused naming
 // both values before any shape is, and then `run` receives the saved state. Throws, naming the
-// file and changing nothing, on a setting that differs or was not saved, on a tensor that holds a
+// file and changing nothing, on a setting that differs or was not saved, on saved settings this
+// run lacks (all of them named), on a tensor that holds a
 // NaN or an infinity, on a metadata step that is not a non-negative integer equal to the
 // optimizer's count, and when the optimizer refuses its state (Optimizer::load_state).
 int64_t load_checkpoint(const std::string& path, const NamedTensors& params, Optimizer& optimizer,

@@ -3,7 +3,8 @@
 // all rows, so a forward is three launches and a backward six however many experts there are (and
 // a fill of zeros for each weight grad of an expert without rows); routed, a forward gathers its
 // rows in one launch more, a backward its rows in two and applies the routing weights in three;
-// scaled, a forward scales its output in one launch more, a backward applies the scale in three.
+// scaled, a forward scales its output in one launch more, a backward applies the scale and gives
+// its grads in three.
 
 #include <numeric>
 #include <vector>

@@ -8,9 +8,9 @@
 // dx sums each row's kept copies' grads (kernels/moe_combine.h's gather, weights 1).
 //
 // Dropless by default (capacity_factor 0: kept = rows k). With a capacity factor f > 0 each
-// expert takes at most ceil(f rows k / experts) copies, the first in row order (then by j); the
-// copies past it are dropped: not gathered, slot -1, so their row gets nothing from that expert
-// (Switch Transformer's capacity). The dropped copies are rows k - sum(counts).
+// expert takes at most max(1, ceil(f rows k / experts)) copies, the first in row order (then by
+// j); the copies past it are dropped: not gathered, slot -1, so their row gets nothing from that
+// expert (Switch Transformer's capacity). The dropped copies are rows k - sum(counts).
 //
 // MoEUnpermute(top_k): the experts' outputs y [kept, width] in that order, with the routing
 // weights [..., k] and the slots [..., k] as its extra inputs, give each row's weighted sum of its

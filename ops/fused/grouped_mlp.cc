@@ -14,13 +14,10 @@ namespace fuselab {
 GroupedMlp::GroupedMlp(const OpList& ops, std::string type, bool recompute_activation)
     : FusedOp(std::move(type), ops, Pass::ForwardBackward),
       up_(ops.size() == 5 ? 1 : 0),
-      recompute_activation_(recompute_activation) {}
+      recompute_activation_(recompute_activation),
+      scaled_(dynamic_cast<const ScaledGatedLinearUnit*>(basic_ops().at(up_ + 1).get())) {}
 
 int64_t GroupedMlp::top_k() const { return routed() ? op<MoEPermute>(0).top_k() : 1; }
-
-const ScaledGatedLinearUnit* GroupedMlp::scaled() const {
-  return dynamic_cast<const ScaledGatedLinearUnit*>(basic_ops().at(up_ + 1).get());
-}
 
 kernels::Activation GroupedMlp::gate() const {
   return scaled() ? scaled()->gate() : op<GatedLinearUnit>(up_ + 1).gate();
@@ -208,7 +205,9 @@ FusionExample experts_example(int64_t rows, int64_t width, DType dtype, Generato
                        {from_vector<int64_t>(chosen, {rows, top_k}), uniform({rows, top_k}, 0, 1, dtype, &gen)}};
 }
 
-// The same layer with the scaled GLU, each expert row's scale from the caller (in expert order).
+// The same layer with the scaled GLU, each expert row's scale from the caller (in expert order): a
+// layout to test the fusion on, weighted twice (a model applies the routing weights in the GLU's
+// scale or in the unpermute, not both, as TransformerEngine's MoE passes them to the GLU).
 FusionExample scaled_experts_example(int64_t rows, int64_t width, DType dtype, Generator& gen) {
   FusionExample e = experts_example(rows, width, dtype, gen);
   e.ops[2] = std::make_shared<ScaledGatedLinearUnit>(dynamic_cast<const GatedLinearUnit&>(*e.ops[2]).gate());

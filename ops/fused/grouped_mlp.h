@@ -57,10 +57,11 @@ class GroupedMlp : public FusedOp {
  private:
   bool routed() const { return up_ == 1; }
   int64_t top_k() const;  // the copies of each token: MoEPermute's k, or 1
-  const ScaledGatedLinearUnit* scaled() const;  // the GLU, where it is the scaled form; else null
-  kernels::Activation gate() const;             // the GLU's
+  const ScaledGatedLinearUnit* scaled() const { return scaled_; }
+  kernels::Activation gate() const;  // the GLU's
   size_t up_;  // the first GroupedLinear's place: 1 after a MoEPermute, else 0
   bool recompute_activation_;
+  const ScaledGatedLinearUnit* scaled_;  // the GLU, where it is the scaled form; else null
 };
 
 // The fusions that make it: their patterns, with the reason for each predicate, and their example
