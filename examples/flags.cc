@@ -91,8 +91,19 @@ void Flags::show(const std::string& name, const std::string& default_text, const
 }
 
 bool Flags::parse(int argc, char** argv) {
+  // CLI11 reads "--name=" as "--name" and takes the next argument for its value; it is the empty
+  // value, given as its own argument.
+  std::vector<std::string> args(argv, argv + argc);
+  std::vector<char*> split;
+  static char empty[] = "";
+  for (std::string& arg : args) {
+    const bool empty_value = arg.rfind("--", 0) == 0 && arg.size() > 3 && arg.back() == '=';
+    if (empty_value) arg.pop_back();
+    split.push_back(arg.data());
+    if (empty_value) split.push_back(empty);
+  }
   try {
-    app_->parse(argc, argv);
+    app_->parse(int(split.size()), split.data());
   } catch (const CLI::CallForHelp&) {
     std::cout << app_->help();
     return false;

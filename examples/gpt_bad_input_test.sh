@@ -13,6 +13,8 @@ source "$(dirname "$0")/require_fortunes.sh"
 
 expect_error "--steps: '1e3' is not an integer" "$gpt" "${small[@]}" --steps 1e3
 expect_error "--steps: 0 is outside" "$gpt" "${small[@]}" --steps 0
+expect_error "--steps: '' is not an integer" "$gpt" "${small[@]}" --steps=
+expect_error "unexpected argument 'sigmoid'" "$gpt" "${small[@]}" --arch=llama --experts=4 --router= sigmoid
 expect_error "--layers: -1 is outside" "$gpt" "${small[@]}" --layers=-1
 expect_error "--heads: 0 is outside" "$gpt" "${small[@]}" --heads=0
 expect_error "--context: 0 is outside" "$gpt" "${small[@]}" --context=0

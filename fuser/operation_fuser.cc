@@ -160,10 +160,23 @@ std::optional<FusionFacts> OperationFuser::last_facts() {
 
 // What one call keeps for its backward: the lists it ran with, one context per basic op, and
 // the output's shape, to stand in zeros for its grad when nobody produced one.
+namespace {
+
+// A parameter as the forward read it: the backward must read the same.
+struct ParameterAtForward {
+  Tensor tensor;
+  Shape shape;
+  DType dtype;
+  Device device;
+};
+
+}  // namespace
+
 struct OperationFuser::CallState {
   std::shared_ptr<const Program> program;
   std::shared_ptr<const FusedLists> lists;
   std::vector<OpContext> ctxs;
+  std::vector<ParameterAtForward> parameters;  // every op's, in order
   // [op][slot]: whether backward must give that extra input a grad (its source requires one).
   std::vector<std::vector<bool>> extra_inputs_require_grad;
   Shape output_shape;
@@ -372,6 +385,11 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
 
   auto state = std::make_shared<CallState>();
   state->program = program_;
+  if (record) {
+    for (const auto& op : ops) {
+      for (const Tensor& p : op->parameters()) state->parameters.push_back({p, p.shape(), p.dtype(), p.device()});
+    }
+  }
   state->dtype = compute_dtype(ops, input);
   state->device = input.device();
   state->lists = lists({state->device, state->dtype, training, record}, fuse);
@@ -405,10 +423,35 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   return out;
 }
 
+namespace {
+
+// A parameter replaced or converted between a forward and its backward would be read by the ops'
+// backwards in place of the one the forward read (out of bounds where its shape changed), and its
+// grad given to the old tensor.
+void check_parameters_unchanged(const std::vector<std::shared_ptr<BasicOp>>& ops,
+                                const std::vector<ParameterAtForward>& at_forward) {
+  size_t next = 0;
+  for (const auto& op : ops) {
+    for (size_t k = 0; k < op->parameters().size(); ++k) {
+      const Tensor& now = op->parameters()[k];
+      const ParameterAtForward& was = at_forward.at(next++);
+      if (now.defined() && now.same(was.tensor) && now.shape() == was.shape && now.dtype() == was.dtype &&
+          now.device() == was.device) {
+        continue;
+      }
+      fail(op->describe(), ": parameter ", op->parameter_names()[k], " was replaced or converted between the forward (",
+           was.shape, " ", was.dtype, " on ", was.device, ") and its backward; change parameters between steps");
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<Tensor> OperationFuser::backward(CallState& state, const std::vector<Tensor>& grads, const EmitGrad& emit,
                                              bool retain_graph) {
   const auto& ops = state.program->ops;
   const ChannelPlan& plan = state.program->plan;
+  check_parameters_unchanged(ops, state.parameters);
   // The node's inputs: the input, the caller's extra inputs, then every op's parameters. Parameter
   // grads are emitted as soon as their op has run, so data-parallel reduction can start early.
   std::vector<size_t> param_offset(ops.size());

@@ -47,7 +47,8 @@ class BasicOp : public FusibleOp, public std::enable_shared_from_this<BasicOp> {
   const std::vector<std::string>& parameter_names() const { return param_names_; }
   // Moves or converts the parameters in place, as PyTorch's module.to(): handles taken before
   // (by an optimizer, say) then refer to the converted tensors, which keep their requires_grad;
-  // grads are converted with them. Call it between steps, not between a forward and its backward.
+  // grads are converted with them. Call it between steps: a backward whose forward ran before it
+  // is refused (as is one after a parameter tensor was assigned).
   void to(Device device);
   void to(DType dtype);
 

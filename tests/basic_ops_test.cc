@@ -102,6 +102,11 @@ TEST(BasicOps, AParameterOfAnotherShapeIsNamed) {
                         {"GroupedLinear(", "parameter bias has shape [2, 1]", "[2, 3] it was built with"});
   grouped->bias() = Tensor();
   testing::expect_error([&] { experts(x, {sizes}); }, {"GroupedLinear(", "parameter bias is undefined"});
+  auto embedding = std::make_shared<Embedding>(10, 4);
+  Sequential lookup({embedding});
+  embedding->table() = random_tensor({20, 4}, DType::Float32, 13);
+  testing::expect_error([&] { lookup(from_vector<int64_t>({9, 3}, {2})); },
+                        {"Embedding(", "parameter table has shape [20, 4]", "[10, 4] it was built with"});
   // A fused op reads its ops' parameters in its own kernel: they are checked all the same.
   auto bias = std::make_shared<Bias>(3);
   Sequential fused({std::make_shared<Linear>(4, 3), bias, std::make_shared<ReLU>()});
@@ -109,6 +114,23 @@ TEST(BasicOps, AParameterOfAnotherShapeIsNamed) {
   bias->bias() = random_tensor({2}, DType::Float32, 11);
   testing::expect_error([&] { fused(random_tensor({2, 4}, DType::Float32, 12)); },
                         {"Bias(", "parameter bias has shape [2]", "[3] it was built with"});
+}
+
+// The backward reads the parameters the forward read: one replaced or converted in between is named
+// before any backward runs (it would be read in place of the forward's, and its grad go astray).
+TEST(BasicOps, AParameterReplacedBeforeTheBackwardIsNamed) {
+  auto norm = std::make_shared<RMSNorm>(6);
+  Sequential seq({norm});
+  Tensor x = random_tensor({2, 6}, DType::Float32, 14);
+  x.set_requires_grad(true);
+  Tensor y = sum(seq(x));
+  norm->weight() = random_tensor({2}, DType::Float32, 15);
+  testing::expect_error([&] { backward(y); },
+                        {"RMSNorm(", "parameter weight was replaced or converted between the forward ([6] float32"});
+  norm->weight() = random_tensor({6}, DType::Float32, 16);  // another tensor of the same shape
+  y = sum(seq(x));
+  norm->to(DType::Float64);
+  testing::expect_error([&] { backward(y); }, {"RMSNorm(", "parameter weight", "[6] float32 on cpu) and its backward"});
 }
 
 TEST(BasicOps, ScaledSwiGLUIsSwiGLUTimesEachRowsScale) {

@@ -81,7 +81,8 @@ TEST(Tape, AGradTheUserHoldsIsNotAccumulatedIntoInPlace) {
 }
 
 // A Linear's weight grad, added in place when the weight already has one, goes to the weight the
-// forward used, even when the op holds another weight by the time backward runs.
+// forward used. A weight replaced by the time backward runs is refused, naming the op, before any
+// grad is given: the backward would read it in place of the forward's.
 TEST(Tape, AnInPlaceWeightGradGoesToTheWeightTheForwardUsed) {
   auto linear = std::make_shared<Linear>(3, 2);
   linear->to(DType::Float64);
@@ -95,6 +96,10 @@ TEST(Tape, AnInPlaceWeightGradGoesToTheWeightTheForwardUsed) {
   Tensor(w1).set_requires_grad(true);
   backward(sum(w1));  // w1's grad: ones, held by nothing else
   linear->parameter(0) = w1;
+  expect_error([&] { backward(sum(out)); }, {"Linear(", "parameter weight was replaced or converted"});
+  EXPECT_EQ(w0.grad().to_vector<double>(), once);
+  EXPECT_EQ(w1.grad().to_vector<double>(), std::vector<double>(6, 1.0));
+  linear->parameter(0) = w0;
   backward(sum(out));
   const std::vector<double> twice = w0.grad().to_vector<double>();
   for (size_t i = 0; i < once.size(); ++i) EXPECT_DOUBLE_EQ(twice[i], 2 * once[i]);

@@ -11,6 +11,8 @@ Embedding::Embedding(int64_t vocab, int64_t dim, Generator* gen) : BasicOp("Embe
 }
 
 OpForward Embedding::op_forward(OpContext& ctx, const Tensor& ids, const std::vector<Tensor>&) {
+  check(ids.defined(), describe(), ": undefined ids");
+  check_parameters(ids.dtype(), ids.device(), ids.shape(), "ids");
   const Tensor y = math::embedding(describe().c_str(), table(), ids);
   if (ctx.requires_backward()) ctx.save<EmbeddingSaved>().ids = ids;
   return {y, {}};
