@@ -414,7 +414,8 @@ std::shared_ptr<const FusedLists> Sequential::fused_lists() {
 
 std::string Sequential::explain() {
   const FusionFacts defaults = default_facts();
-  std::string text;
+  // The matches below are what the fusions would do; with fusion off the ops run unfused.
+  std::string text = fusion_active() ? "" : "fusion is off for this Sequential: the ops run unfused\n";
   for (Group& group : groups()) {
     if (!group.fuser) continue;
     const FusionFacts facts = group.fuser->last_facts().value_or(defaults);

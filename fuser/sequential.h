@@ -138,7 +138,8 @@ class Sequential {
   std::string describe();
   // Per pass, each registered fusion in priority order, where it matched and where a pattern's
   // predicate rejected a match, with the reason (explain.h); then any device fallback a fused op
-  // met at run time (FusedOp::note_fallback).
+  // met at run time (FusedOp::note_fallback). With fusion off, a first line says so: the matches
+  // are then what fusion would do.
   std::string explain();
   // The same lists as a Graphviz picture: to_dot(seq) in fusion_picture.h.
 

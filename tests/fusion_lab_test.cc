@@ -126,6 +126,10 @@ TEST(FusionLab, PerFusionSwitchesPerSequentialAndGlobal) {
   EXPECT_NE(seq.explain().find("ForwardLinearBiasActivation: disabled"), std::string::npos);
   seq.set_fusion_switches(seq.fusion_switches().with("ForwardLinearBiasActivation", true));
   EXPECT_EQ(seq.describe(), fused);
+  EXPECT_EQ(seq.explain().find("fusion is off"), std::string::npos);
+  seq.set_fusion_switches(false);  // explain still shows the matches, after a line saying they do not run
+  EXPECT_EQ(seq.explain().rfind("fusion is off for this Sequential", 0), 0u) << seq.explain();
+  seq.set_fusion_switches(true);
 
   {
     const FusionSwitchesScope global(global_fusion_switches().with("BackwardActivationBias", false));
