@@ -377,7 +377,9 @@ SequentialOutput OperationFuser::run(const Tensor& input, const std::vector<Tens
   node_inputs.insert(node_inputs.end(), extra_inputs.begin(), extra_inputs.end());
   for (const auto& op : ops) {
     for (size_t k = 0; k < op->parameters().size(); ++k) {
-      if (!op->parameters()[k].defined()) fail(op->describe(), ": parameter ", op->parameter_names()[k], " is undefined");
+      if (!op->parameters()[k].defined()) {
+        fail(op->describe(), ": parameter ", op->parameter_names()[k], " is undefined");
+      }
     }
     node_inputs.insert(node_inputs.end(), op->parameters().begin(), op->parameters().end());
   }

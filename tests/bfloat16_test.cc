@@ -248,7 +248,9 @@ TEST(BFloat16, ScaledExpertsMatchFloat32) {
     reference.to(DType::Float32).set_fusion_switches(fused);
     EXPECT_EQ(model.describe().find(fusion.name) != std::string::npos, fused) << model.describe();
     std::vector<Tensor> extras;
-    for (const Tensor& extra : r.extra_inputs) extras.push_back(extra.dtype() == DType::Int64 ? extra : extra.to(DType::Float32));
+    for (const Tensor& extra : r.extra_inputs) {
+      extras.push_back(extra.dtype() == DType::Int64 ? extra : extra.to(DType::Float32));
+    }
     expect_close_to_float32(testing::run_with_backward(model, e.input, e.extra_inputs),
                             testing::run_with_backward(reference, r.input.to(DType::Float32), extras));
   }
