@@ -252,10 +252,8 @@ int main(int argc, char** argv) {
     flags.add("temperature", c.temperature, "sampling temperature (0: always the most likely token)", {0, 100});
     if (!flags.parse(argc, argv)) return 0;
     check_run_flags("gpt", flags, c.run);
-    for (const char* name : {"top-k", "moe-every", "capacity-factor", "router", "balance-loss", "z-loss"}) {
-      if (c.model.experts == 0 && flags.given(name)) fail("gpt: --", name, " chooses among experts: give --experts");
-    }
-    check_gpt_model_flags(c.model);
+    check_gpt_model_flags(flags, c.model);
+    refuse_without_experts(flags, c.model, {"balance-loss", "z-loss"});
     check(c.val_tokens != 1, "--val-tokens: 1 token has nothing to predict; give 0 (all of them) or at least 2");
     return train(c);
   });

@@ -39,7 +39,14 @@ void add_gpt_model_flags(Flags& flags, GptConfig& model) {
             "Qwen-MoE's; with --top-k=1 the main loss trains the router too) or sigmoid");
 }
 
-void check_gpt_model_flags(const GptConfig& model) {
+void refuse_without_experts(const Flags& flags, const GptConfig& model, std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (model.experts == 0 && flags.given(name)) fail("gpt: --", name, " chooses among experts: give --experts");
+  }
+}
+
+void check_gpt_model_flags(const Flags& flags, const GptConfig& model) {
+  refuse_without_experts(flags, model, {"top-k", "moe-every", "capacity-factor", "router"});
   check(model.arch == "gpt2" || model.arch == "llama", "gpt: --arch=", model.arch, " is not gpt2 or llama");
   check(model.width % model.heads == 0, "gpt: --width=", model.width, " does not split evenly over --heads=",
         model.heads);
@@ -48,10 +55,6 @@ void check_gpt_model_flags(const GptConfig& model) {
           "and --experts are llama's; add --arch=llama");
     return;
   }
-  const GptConfig defaults;
-  check(model.experts > 0 || (model.top_k == defaults.top_k && model.moe_every == defaults.moe_every &&
-                              model.capacity_factor == defaults.capacity_factor && model.router == defaults.router),
-        "gpt: --top-k, --moe-every, --capacity-factor and --router choose among experts; add --experts");
   gpt_router_score(model.router);  // throws for an unknown name
   check(model.experts == 0 || model.top_k <= model.experts, "gpt: --top-k=", model.top_k, " is more than --experts=",
         model.experts);
@@ -122,7 +125,7 @@ GptConfig gpt_model_of_checkpoint(const Metadata& settings, const std::string& p
   for (std::string& arg : args) argv.push_back(arg.data());
   try {
     flags.parse(int(argv.size()), argv.data());
-    check_gpt_model_flags(model);
+    check_gpt_model_flags(flags, model);
   } catch (const Error& e) {
     fail("checkpoint ", path, ": ", e.what());
   }

@@ -2,6 +2,7 @@
 // and, for llama, its heads and rotary base.
 #pragma once
 
+#include <initializer_list>
 #include <string>
 
 #include "examples/flags.h"
@@ -12,7 +13,10 @@ namespace fuselab::examples {
 
 void add_gpt_model_flags(Flags& flags, GptConfig& model);
 // After Flags::parse: throws fuselab::Error, naming the flags, for a model the flags cannot make.
-void check_gpt_model_flags(const GptConfig& model);
+void check_gpt_model_flags(const Flags& flags, const GptConfig& model);
+// Throws, naming the first, where any of `names` was given without --experts (or with 0): they
+// choose among experts.
+void refuse_without_experts(const Flags& flags, const GptConfig& model, std::initializer_list<const char*> names);
 
 // The settings gpt records in its checkpoints for its model: each flag above and its value as
 // text ("--context" -> "64"), exact for every value, the presets' rules applied (--kv-heads,

@@ -43,6 +43,7 @@
 #include <cstdint>
 
 #include "kernels/activation_math.h"
+#include "kernels/host_device.h"
 #include "kernels/kernel.h"
 
 namespace fuselab::kernels {
@@ -86,6 +87,9 @@ struct GroupedMlpBackward {
   T* dweights;       // the weights' grads, of their shape (routed: written for the copies in the rows), or null
   FUSELAB_KERNEL_ENTRY_POINTS;
 };
+
+// The index of row r's weight (or scale), for both backends: routed its copy's, scaled its own.
+FUSELAB_HOST_DEVICE inline int64_t weight_index(const int64_t* copies, int64_t r) { return copies ? copies[r] : r; }
 
 #define FUSELAB_GROUPED_MLP_KERNELS(X)                 \
   X(GroupedMlpForward, FUSELAB_FLOAT_DOUBLE_BFLOAT16)  \

@@ -52,17 +52,14 @@ const T* rows_of(const T* from, const int64_t* copies, int64_t top_k, int64_t wi
   return gathered;
 }
 
-// Where row r's weight is: routed at its copy, scaled at the row itself.
-inline int64_t weight_of(const int64_t* copies, int64_t r) { return copies ? copies[r] : r; }
-
-// to[i] = from[i] * weights[weight_of(first + i)], for the m rows of `width`, in compute_t<T>
+// to[i] = from[i] * weights[weight_index(first + i)], for the m rows of `width`, in compute_t<T>
 // (from may be to).
 template <class T>
 void scale_rows(const T* from, T* to, int64_t m, int64_t width, const T* weights, const int64_t* copies,
                 int64_t first) {
   using C = compute_t<T>;
   for (int64_t i = 0; i < m; ++i) {
-    const C w = C(weights[weight_of(copies, first + i)]);
+    const C w = C(weights[weight_index(copies, first + i)]);
     const T* row = from + i * width;
     T* out = to + i * width;
 #pragma omp simd
@@ -70,7 +67,7 @@ void scale_rows(const T* from, T* to, int64_t m, int64_t width, const T* weights
   }
 }
 
-// dweights[weight_of(first + i)] = <p[i], q[i]>, for the m rows of `width`, summed in compute_t<T>.
+// dweights[weight_index(first + i)] = <p[i], q[i]>, for the m rows of `width`, summed in compute_t<T>.
 template <class T>
 void row_dots(const T* p, const T* q, int64_t m, int64_t width, T* dweights, const int64_t* copies, int64_t first) {
   using C = compute_t<T>;
@@ -78,7 +75,7 @@ void row_dots(const T* p, const T* q, int64_t m, int64_t width, T* dweights, con
     C dot = 0;
 #pragma omp simd reduction(+ : dot)
     for (int64_t c = 0; c < width; ++c) dot += C(p[i * width + c]) * C(q[i * width + c]);
-    dweights[weight_of(copies, first + i)] = T(dot);
+    dweights[weight_index(copies, first + i)] = T(dot);
   }
 }
 

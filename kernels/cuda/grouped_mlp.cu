@@ -38,18 +38,15 @@ __global__ void gather_copies_kernel(const T* from, const int64_t* copies, int64
   FUSELAB_GRID_STRIDE_LOOP(i, n) { rows[i] = from[copies[i / width] / top_k * width + i % width]; }
 }
 
-// Where row r's weight is: routed at its copy, scaled at the row itself.
-__device__ inline int64_t weight_of(const int64_t* copies, int64_t r) { return copies ? copies[r] : r; }
-
-// to[i] = from[i] * weights[weight_of(i)], rows of `width`, in compute_t<T> (from may be to).
+// to[i] = from[i] * weights[weight_index(i)], rows of `width`, in compute_t<T> (from may be to).
 template <class T>
 __global__ void scale_rows_kernel(const T* from, T* to, const T* weights, const int64_t* copies, int64_t n,
                                   int64_t width) {
   using C = compute_t<T>;
-  FUSELAB_GRID_STRIDE_LOOP(i, n) { to[i] = T(C(from[i]) * C(weights[weight_of(copies, i / width)])); }
+  FUSELAB_GRID_STRIDE_LOOP(i, n) { to[i] = T(C(from[i]) * C(weights[weight_index(copies, i / width)])); }
 }
 
-// dweights[weight_of(i)] = <p[i], q[i]>, a thread per row, summed in compute_t<T>.
+// dweights[weight_index(i)] = <p[i], q[i]>, a thread per row, summed in compute_t<T>.
 template <class T>
 __global__ void row_dots_kernel(const T* p, const T* q, const int64_t* copies, T* dweights, int64_t rows,
                                 int64_t width) {
@@ -57,7 +54,7 @@ __global__ void row_dots_kernel(const T* p, const T* q, const int64_t* copies, T
   FUSELAB_GRID_STRIDE_LOOP(i, rows) {
     C dot = 0;
     for (int64_t c = 0; c < width; ++c) dot += C(p[i * width + c]) * C(q[i * width + c]);
-    dweights[weight_of(copies, i)] = T(dot);
+    dweights[weight_index(copies, i)] = T(dot);
   }
 }
 

@@ -62,7 +62,9 @@ OpBackward GroupedLinear::op_backward(OpContext& ctx, const Tensor& dy, const st
   Tensor dx = ctx.input_requires_grad ? empty(saved.input.shape(), dy.dtype(), dy.device()) : Tensor();
   Tensor dw = ctx.params_require_grad.at(0) ? empty(saved.weight.shape(), dy.dtype(), dy.device()) : Tensor();
   Tensor db = has_bias() && ctx.params_require_grad.at(1) ? zeros({groups_, out_}, dy.dtype(), dy.device()) : Tensor();
-  if (dx.defined()) math::grouped_matmul_into(dx, dy_rows, saved.weight, /*weight_grad=*/false, /*transpose_w=*/false, sizes);
+  if (dx.defined()) {
+    math::grouped_matmul_into(dx, dy_rows, saved.weight, /*weight_grad=*/false, /*transpose_w=*/false, sizes);
+  }
   if (dw.defined()) math::grouped_matmul_into(dw, dy_rows, saved.input, /*weight_grad=*/true, false, sizes);
   for (int64_t g = 0, start = 0; db.defined() && g < groups_; start += sizes[size_t(g)], ++g) {
     const int64_t end = start + sizes[size_t(g)];
